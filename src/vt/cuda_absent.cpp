@@ -1,0 +1,28 @@
+// The CUDA entry points of vt/cuda/api.h for a build without the CUDA backend:
+// every one that would need a GPU says so by name.
+#include "vt/cuda/api.h"
+
+#if !VTLLM_WITH_CUDA
+
+#include "base/error.h"
+
+namespace vt::cuda {
+
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  VT_THROW(what, ": this vtllm was built without CUDA (configure with -DVTLLM_CUDA=ON on a "
+                 "machine with nvcc)");
+}
+}  // namespace
+
+int device_count() noexcept { return 0; }
+std::shared_ptr<void> allocate(size_t, int) { no_cuda("CUDA allocation"); }
+// No StreamState is ever created without CUDA, so there is nothing to delete.
+void StreamStateDeleter::operator()(StreamState*) const noexcept {}
+StreamStatePtr create_stream_state(int) { no_cuda("CUDA stream creation"); }
+void synchronize(StreamState&) { no_cuda("CUDA synchronize"); }
+void memcpy_async(StreamState&, void*, const void*, size_t) { no_cuda("CUDA memcpy"); }
+
+}  // namespace vt::cuda
+
+#endif

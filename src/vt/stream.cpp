@@ -1,0 +1,39 @@
+#include "vt/stream.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "base/error.h"
+#include "vt/thread_pool.h"
+
+namespace vt {
+
+Stream::Stream(Device device, int num_threads) : device_(device) {
+  if (device.is_cpu()) {
+    if (num_threads <= 0) num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    pool_ = std::make_unique<ThreadPool>(num_threads);
+  } else {
+    cuda_ = cuda::create_stream_state(device.index);
+  }
+}
+
+Stream::~Stream() = default;
+
+int Stream::num_threads() const { return pool_ ? pool_->num_threads() : 1; }
+
+void Stream::parallel_for(int64_t n, int64_t grain,
+                          const std::function<void(int64_t, int64_t)>& fn) {
+  VT_CHECK(pool_, "Stream::parallel_for on a ", device_.str(), " stream (CPU streams only)");
+  pool_->parallel_for(n, grain, fn);
+}
+
+void Stream::synchronize() {
+  if (cuda_) cuda::synchronize(*cuda_);
+}
+
+cuda::StreamState& Stream::cuda_state() {
+  VT_CHECK(cuda_, "Stream::cuda_state on a ", device_.str(), " stream");
+  return *cuda_;
+}
+
+}  // namespace vt

@@ -1,0 +1,55 @@
+// vt::Stream: where ops run. Every op takes the stream first.
+//
+// A CPU stream owns a thread pool (one thread per hardware thread by default);
+// CPU ops run synchronously on the calling thread plus the pool, so their results
+// are ready when the op returns. A CUDA stream holds a cudaStream_t, a cuBLASLt
+// handle and its workspace (vt/cuda/stream_state.h, CUDA code only); ops enqueue
+// work and return, synchronize() waits.
+//
+// A Stream is not copyable. One thread at a time should issue ops on a stream;
+// parallel_for calls from several threads are serialised.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "vt/cuda/api.h"
+#include "vt/device.h"
+
+namespace vt {
+
+class ThreadPool;
+
+class Stream {
+ public:
+  // A CPU stream with `num_threads` workers (0: std::thread::hardware_concurrency()),
+  // or a new CUDA stream on `device` (num_threads ignored).
+  explicit Stream(Device device = Device::cpu(), int num_threads = 0);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  Device device() const { return device_; }
+  // Threads that parallel_for uses (the caller included); 1 for a CUDA stream.
+  int num_threads() const;
+
+  // CPU: calls fn(begin, end) on disjoint chunks covering [0, n), each at least
+  // `grain` long (except the last), spread over the pool; returns when all are
+  // done. The first exception thrown by fn is rethrown here. A call from inside
+  // fn runs serially. Throws on a CUDA stream.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  // Waits for all work issued on this stream (a no-op on the CPU).
+  void synchronize();
+
+  // The CUDA state; throws on a CPU stream. For CUDA op arms.
+  cuda::StreamState& cuda_state();
+
+ private:
+  Device device_;
+  std::unique_ptr<ThreadPool> pool_;
+  cuda::StreamStatePtr cuda_;
+};
+
+}  // namespace vt
