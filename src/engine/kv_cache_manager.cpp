@@ -1,0 +1,127 @@
+#include "engine/kv_cache_manager.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace vtllm::engine {
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::span<const int32_t> block_tokens(const Request& r, int64_t block, int bs) {
+  return std::span<const int32_t>(r.all_token_ids).subspan(block * bs, bs);
+}
+
+}  // namespace
+
+KvCacheManager::KvCacheManager(const KvCacheConfig& config)
+    : pool_(config.num_blocks, config.block_size,
+            config.enable_prefix_caching && config.num_state_slots == 0),
+      prefix_caching_(config.enable_prefix_caching && config.num_state_slots == 0) {
+  if (config.num_state_slots > 0) states_.emplace(config.num_state_slots);
+}
+
+PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
+  PrefixHit hit;
+  if (!prefix_caching_ || request.num_computed_tokens > 0) return hit;
+  const int bs = block_size();
+  std::vector<BlockHash> hashes;
+  extend_block_hashes(request.all_token_ids, bs, request.extra_keys, request.cache_salt, hashes);
+  // The last token is always recomputed: its logits are what the step is for.
+  const int64_t max_blocks = (request.num_tokens() - 1) / bs;
+  for (int64_t b = 0; b < max_blocks; ++b) {
+    const BlockHash& parent = b == 0 ? kRootBlockHash : hashes[b - 1];
+    const auto keys = extra_keys_for_block(b * bs, (b + 1) * bs, request.extra_keys,
+                                           request.cache_salt);
+    auto found = pool_.lookup(hashes[b], parent, block_tokens(request, b, bs), keys);
+    if (!found) break;
+    hit.blocks.push_back(*found);
+  }
+  hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
+  prefix_queries_ += request.num_tokens();
+  prefix_hits_ += hit.num_tokens;
+  return hit;
+}
+
+bool KvCacheManager::allocate_slots(Request& request, int64_t num_new_tokens, const PrefixHit& hit) {
+  VT_CHECK(num_new_tokens >= 0, "kv cache: request '", request.id, "' asks for ", num_new_tokens,
+           " new tokens");
+  const int bs = block_size();
+  auto it = reqs_.find(request.id);
+  const size_t have = it == reqs_.end() ? 0 : it->second.blocks.size();
+  VT_CHECK(hit.blocks.empty() || have == 0, "kv cache: request '", request.id,
+           "' got a prefix hit while already holding blocks");
+  const int64_t total = request.num_computed_tokens + hit.num_tokens + num_new_tokens;
+  VT_CHECK(total <= request.num_tokens(), "kv cache: request '", request.id, "' asks for ", total,
+           " tokens but has only ", request.num_tokens());
+  const int64_t need = cdiv(total, bs) - static_cast<int64_t>(have + hit.blocks.size());
+  const int64_t to_allocate = std::max<int64_t>(0, need);
+  // Hit blocks with no reference sit in the free queue; touching takes them out.
+  const int64_t free_hits =
+      std::ranges::count_if(hit.blocks, [&](int32_t b) { return pool_.ref_count(b) == 0; });
+  if (to_allocate + free_hits > pool_.num_free()) return false;
+  if (states_ && !states_->slot_of(request.id) && states_->num_free() == 0) return false;
+
+  ReqCache& rc = reqs_[request.id];
+  if (states_) states_->ensure(request.id);
+  pool_.touch(hit.blocks);
+  rc.blocks.insert(rc.blocks.end(), hit.blocks.begin(), hit.blocks.end());
+  rc.num_cached_blocks = std::max<int64_t>(rc.num_cached_blocks, hit.blocks.size());
+  const auto fresh = pool_.allocate(static_cast<int32_t>(to_allocate));
+  rc.blocks.insert(rc.blocks.end(), fresh.begin(), fresh.end());
+  cache_full_blocks(request, rc, total);
+  return true;
+}
+
+void KvCacheManager::cache_full_blocks(const Request& request, ReqCache& rc, int64_t num_tokens) {
+  if (!prefix_caching_) return;
+  const int bs = block_size();
+  const int64_t full = num_tokens / bs;
+  if (full <= rc.num_cached_blocks) return;
+  extend_block_hashes(std::span<const int32_t>(request.all_token_ids).first(full * bs), bs,
+                      request.extra_keys, request.cache_salt, rc.hashes);
+  for (int64_t b = rc.num_cached_blocks; b < full; ++b) {
+    const BlockHash& parent = b == 0 ? kRootBlockHash : rc.hashes[b - 1];
+    const auto keys = extra_keys_for_block(b * bs, (b + 1) * bs, request.extra_keys,
+                                           request.cache_salt);
+    pool_.cache(rc.blocks[b], rc.hashes[b], parent, block_tokens(request, b, bs), keys);
+  }
+  rc.num_cached_blocks = full;
+}
+
+void KvCacheManager::free(const std::string& request_id) {
+  if (states_) states_->free(request_id);
+  auto it = reqs_.find(request_id);
+  if (it == reqs_.end()) return;
+  // Tail first, so a request's last blocks are evicted before its shared prefix.
+  std::vector<int32_t> reversed(it->second.blocks.rbegin(), it->second.blocks.rend());
+  pool_.free(reversed);
+  reqs_.erase(it);
+}
+
+std::span<const int32_t> KvCacheManager::block_ids(const std::string& request_id) const {
+  auto it = reqs_.find(request_id);
+  if (it == reqs_.end()) return {};
+  return it->second.blocks;
+}
+
+std::optional<int32_t> KvCacheManager::state_slot(const std::string& request_id) const {
+  if (!states_) return std::nullopt;
+  return states_->slot_of(request_id);
+}
+
+KvCacheStats KvCacheManager::stats() const {
+  KvCacheStats s;
+  s.num_blocks = pool_.num_blocks() - 1;
+  s.num_free_blocks = pool_.num_free();
+  s.num_cached_blocks = pool_.num_cached();
+  s.num_state_slots = states_ ? states_->num_slots() : 0;
+  s.num_free_state_slots = states_ ? states_->num_free() : 0;
+  s.prefix_queries = prefix_queries_;
+  s.prefix_hits = prefix_hits_;
+  s.usage = pool_.usage();
+  return s;
+}
+
+}  // namespace vtllm::engine

@@ -1,0 +1,99 @@
+// KvCacheManager: the cache of every kind a model needs, per request.
+//
+// Two kinds today: paged full-attention KV (a BlockPool of block_size-token
+// blocks, with prefix caching) and, for hybrid models, GDN state slots (one
+// per running request). The scheduler calls this one class and never asks
+// which kinds exist.
+//
+// Prefix caching: full blocks are registered under chained hashes when they
+// are scheduled; a new request reuses the longest chain of cached blocks,
+// always leaving its last token to compute (its logits are needed). Hybrid
+// models: prefix caching is OFF in this version, because a hit needs the GDN
+// state at that block boundary and no state snapshots are kept yet (see
+// docs/ENGINE.md for how they would be added).
+// Not thread-safe: the engine thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/block_pool.h"
+#include "engine/request.h"
+#include "engine/state_slot_manager.h"
+
+namespace vtllm::engine {
+
+struct KvCacheConfig {
+  int block_size = 16;
+  int32_t num_blocks = 0;       // paged KV blocks, including the null block
+  bool enable_prefix_caching = true;
+  int32_t num_state_slots = 0;  // > 0: hybrid model with GDN state slots
+};
+
+// A prefix-cache hit: cached blocks to reuse and the tokens they cover.
+struct PrefixHit {
+  std::vector<int32_t> blocks;
+  int64_t num_tokens = 0;
+};
+
+struct KvCacheStats {
+  int32_t num_blocks = 0;       // usable blocks (null block excluded)
+  int32_t num_free_blocks = 0;
+  int32_t num_cached_blocks = 0;
+  int32_t num_state_slots = 0;
+  int32_t num_free_state_slots = 0;
+  int64_t prefix_queries = 0;   // prompt tokens looked up
+  int64_t prefix_hits = 0;      // of which found cached
+  double usage = 0;
+};
+
+class KvCacheManager {
+ public:
+  explicit KvCacheManager(const KvCacheConfig& config);
+
+  int block_size() const { return pool_.block_size(); }
+  bool prefix_caching() const { return prefix_caching_; }
+  bool hybrid() const { return states_.has_value(); }
+
+  // The longest usable prefix hit for a request with no computed tokens yet.
+  // Takes no reference: pass the result to allocate_slots in the same step.
+  PrefixHit get_computed_blocks(const Request& request);
+
+  // Makes room for request.num_computed_tokens + hit.num_tokens + num_new_tokens
+  // tokens: takes references on the hit blocks, allocates new blocks and, for a
+  // hybrid model, a state slot; registers the full blocks that will then be
+  // computed in the prefix cache. Returns false and changes nothing when the
+  // blocks or slots are not there.
+  bool allocate_slots(Request& request, int64_t num_new_tokens, const PrefixHit& hit = {});
+
+  // Returns every block and slot of the request (finish, abort, preemption).
+  void free(const std::string& request_id);
+
+  std::span<const int32_t> block_ids(const std::string& request_id) const;
+  std::optional<int32_t> state_slot(const std::string& request_id) const;
+  int32_t num_requests() const { return static_cast<int32_t>(reqs_.size()); }
+  KvCacheStats stats() const;
+  const BlockPool& pool() const { return pool_; }
+  bool reset_prefix_cache() { return pool_.reset_prefix_cache(); }
+
+ private:
+  struct ReqCache {
+    std::vector<int32_t> blocks;
+    std::vector<BlockHash> hashes;  // of the request's full blocks (computed or not)
+    int64_t num_cached_blocks = 0;  // leading blocks registered in the pool
+  };
+
+  void cache_full_blocks(const Request& request, ReqCache& rc, int64_t num_tokens);
+
+  BlockPool pool_;
+  std::optional<StateSlotManager> states_;
+  bool prefix_caching_;
+  std::unordered_map<std::string, ReqCache> reqs_;
+  int64_t prefix_queries_ = 0, prefix_hits_ = 0;
+};
+
+}  // namespace vtllm::engine

@@ -1,0 +1,86 @@
+// Request: one generation request as the scheduler sees it, and its SamplingParams.
+//
+// A Request is a plain record owned by the Scheduler. Its lifecycle:
+//   kWaiting -> kRunning -> (kPreempted -> kWaiting ... ->) finished
+// where finished is kFinishedStopped (eos, stop token or stop string),
+// kFinishedLength (max_tokens or max_model_len) or kFinishedAborted.
+// A preempted request loses its cache and recomputes prompt + output so far.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/block_hash.h"
+
+namespace vtllm::engine {
+
+enum class RequestStatus { kWaiting, kRunning, kPreempted, kFinishedStopped, kFinishedLength, kFinishedAborted };
+
+enum class FinishReason { kNone, kStop, kLength, kAbort };
+
+const char* to_string(RequestStatus s);
+const char* to_string(FinishReason r);
+bool is_finished(RequestStatus s);
+FinishReason finish_reason_of(RequestStatus s);
+
+// Per-request sampling and stopping parameters, with vLLM's meaning and defaults.
+struct SamplingParams {
+  int n = 1;                        // parallel samples; expanded into n child requests
+  float temperature = 1.0f;         // < kGreedyEpsilon means greedy
+  float top_p = 1.0f;               // (0, 1]
+  int top_k = 0;                    // 0 or -1: disabled
+  float min_p = 0.0f;               // [0, 1]
+  float repetition_penalty = 1.0f;  // > 0; prompt and output tokens
+  float frequency_penalty = 0.0f;   // [-2, 2]; output tokens
+  float presence_penalty = 0.0f;    // [-2, 2]; output tokens
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> added bias
+  std::optional<uint64_t> seed;     // per-request generator (batch-independent)
+  int64_t max_tokens = 16;          // >= 1
+  int64_t min_tokens = 0;           // stop tokens are masked until this many outputs
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;
+  std::vector<std::string> stop;    // stop strings, matched on detokenized output
+  bool include_stop_str_in_output = false;
+  std::optional<int> logprobs;      // top-N raw logprobs per output token
+
+  static constexpr float kGreedyEpsilon = 1e-5f;
+  bool greedy() const { return temperature < kGreedyEpsilon; }
+
+  // Throws vtllm::Error naming the first bad field ("sampling params: top_p = 1.5, expected (0, 1]").
+  // vocab_size bounds the token ids in logit_bias and stop_token_ids.
+  void validate(int64_t vocab_size) const;
+};
+
+struct Request {
+  Request(std::string id, std::vector<int32_t> prompt_token_ids, SamplingParams params,
+          int priority = 0);
+
+  std::string id;
+  std::vector<int32_t> prompt_token_ids;
+  std::vector<int32_t> output_token_ids;
+  std::vector<int32_t> all_token_ids;  // prompt followed by output
+  SamplingParams params;
+  std::vector<int32_t> eos_token_ids;  // from config / generation_config.json
+  std::vector<ExtraKeySpan> extra_keys;
+  std::optional<BlockHash> cache_salt;  // mixed into the first block's hash
+
+  int priority = 0;           // lower value runs first under the priority policy
+  uint64_t arrival_seq = 0;   // set by the scheduler; FCFS order and tie-break
+  RequestStatus status = RequestStatus::kWaiting;
+  int64_t num_computed_tokens = 0;
+  int64_t num_cached_tokens = -1;  // prefix-cache hit at first scheduling; -1 until then
+  int num_preemptions = 0;
+  std::optional<int32_t> stop_token;  // the stop token id that finished it, if any
+  std::string stop_string;            // the stop string that finished it, if any
+
+  int64_t num_tokens() const { return static_cast<int64_t>(all_token_ids.size()); }
+  int64_t num_prompt_tokens() const { return static_cast<int64_t>(prompt_token_ids.size()); }
+  int64_t num_output_tokens() const { return static_cast<int64_t>(output_token_ids.size()); }
+  bool finished() const { return is_finished(status); }
+  void append_output(int32_t token);
+};
+
+}  // namespace vtllm::engine

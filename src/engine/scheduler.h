@@ -1,0 +1,132 @@
+// Scheduler: decides, each step, how many tokens of which requests run.
+//
+// vLLM V1 semantics. schedule() first serves running requests (oldest first),
+// each up to its remaining tokens within the step's token budget
+// (max_num_batched_tokens); when the KV cache cannot hold a request's new
+// tokens, the newest running request (FCFS; under the priority policy the one
+// with the largest (priority, arrival)) is preempted by recompute: its blocks
+// are freed and it returns to the front of the waiting queue. If nothing was
+// preempted, waiting requests are admitted (FCFS, or lowest priority value
+// first) while the budget, max_num_seqs and the cache allow, reusing
+// prefix-cached blocks. A prompt longer than the budget is chunked over steps
+// (chunked prefill). Under FCFS no request starves: the oldest running request
+// is never the one preempted while a newer one runs.
+//
+// update_from_output() appends the sampled tokens, applies the stopping rules
+// (max_tokens, max_model_len, eos unless ignore_eos, stop token ids, all held
+// back until min_tokens) and frees finished requests.
+// Not thread-safe: the engine thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_cache_manager.h"
+#include "engine/request.h"
+
+namespace vtllm::engine {
+
+enum class SchedulingPolicy { kFcfs, kPriority };
+
+struct SchedulerConfig {
+  int64_t max_num_batched_tokens = 2048;
+  int max_num_seqs = 256;
+  int64_t max_model_len = 4096;
+  bool enable_chunked_prefill = true;
+  int64_t long_prefill_token_threshold = 0;  // > 0: cap on one request's tokens per step
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+};
+
+enum class ScheduleKind { kNew, kResumed, kRunning };
+
+struct ScheduledRequest {
+  const Request* request = nullptr;  // valid until the next schedule()
+  ScheduleKind kind = ScheduleKind::kRunning;
+  int64_t num_computed_tokens = 0;  // tokens whose KV/state is cached before this step
+  int64_t num_new_tokens = 0;       // tokens [num_computed, num_computed + num_new) run now
+  std::vector<int32_t> new_block_ids;
+  std::span<const int32_t> block_ids;  // all of the request's blocks; valid until next schedule()
+  std::optional<int32_t> state_slot;   // hybrid models
+  // True when this step reaches the end of the known tokens, so its sample is kept.
+  bool samples() const { return num_computed_tokens + num_new_tokens == request->num_tokens(); }
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledRequest> requests;  // running ones first, then new and resumed
+  int64_t total_num_scheduled_tokens = 0;
+  std::vector<std::string> preempted_ids;
+  std::vector<std::string> finished_ids;  // finished or aborted since the previous schedule()
+  bool empty() const { return requests.empty(); }
+};
+
+// Per scheduled request (same order as SchedulerOutput::requests): the tokens sampled.
+struct SampledTokens {
+  std::vector<std::vector<int32_t>> tokens;
+};
+
+struct RequestOutput {
+  std::string id;
+  std::vector<int32_t> new_token_ids;
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::optional<int32_t> stop_token;
+  std::size_t index = 0;  // position in SchedulerOutput::requests
+};
+
+struct SchedulerStats {
+  int num_waiting = 0;
+  int num_running = 0;
+  int64_t num_preemptions = 0;
+  KvCacheStats kv;
+};
+
+class Scheduler {
+ public:
+  // Throws when a request of max_model_len tokens could not fit the cache alone.
+  Scheduler(const SchedulerConfig& config, const KvCacheConfig& kv_config);
+
+  // Takes ownership; throws (naming the request) on a duplicate id or a prompt
+  // that leaves no room under max_model_len.
+  void add_request(std::unique_ptr<Request> request);
+
+  SchedulerOutput schedule();
+
+  std::vector<RequestOutput> update_from_output(const SchedulerOutput& output,
+                                                const SampledTokens& sampled);
+
+  // Ends a request now with a finished status (abort, or a stop string found by
+  // the engine), freeing its blocks and slot. False when unknown or already finished.
+  bool finish_request(const std::string& id, RequestStatus status);
+  bool abort(const std::string& id) { return finish_request(id, RequestStatus::kFinishedAborted); }
+
+  bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  const Request* find(const std::string& id) const;
+  SchedulerStats stats() const;
+  const KvCacheManager& kv_cache() const { return kv_; }
+  KvCacheManager& kv_cache() { return kv_; }
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  bool check_stop(Request& r) const;
+  size_t next_waiting() const;
+  Request* pick_victim() const;
+  void preempt(Request* victim);
+  void finish(Request* r, RequestStatus status);
+
+  SchedulerConfig config_;
+  KvCacheManager kv_;
+  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
+  std::deque<Request*> waiting_;
+  std::vector<Request*> running_;  // in admission order
+  std::vector<std::string> finished_since_schedule_;
+  uint64_t next_arrival_ = 0;
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace vtllm::engine
