@@ -1,0 +1,36 @@
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "vt/cpu/kernels.h"
+#include "vt/cpu/rowio.h"
+
+namespace vt::cpu {
+
+void rope_neox(Stream& s, const HeadsView& x, const Tensor& cos_sin, const HeadsView& out) {
+  const int64_t rd = cos_sin.size(1), half = rd / 2, d = x.head_dim;
+  const float* cs = cos_sin.data<float>();
+  const int64_t xs = int64_t(dtype_size(x.dtype)), os = int64_t(dtype_size(out.dtype));
+  s.parallel_for(x.tokens * x.heads, std::max<int64_t>(1, 8192 / std::max<int64_t>(d, 1)),
+                 [&](int64_t i0, int64_t i1) {
+                   std::vector<float> a(static_cast<size_t>(d));
+                   for (int64_t i = i0; i < i1; ++i) {
+                     int64_t t = i / x.heads, h = i % x.heads;
+                     const char* src = static_cast<const char*>(x.data) +
+                                       (t * x.token_stride + h * x.head_stride) * xs;
+                     char* dst = static_cast<char*>(out.data) +
+                                 (t * out.token_stride + h * out.head_stride) * os;
+                     load_row(src, x.dtype, d, a.data());
+                     const float* c = cs + t * rd;
+                     const float* sn = c + half;
+                     for (int64_t j = 0; j < half; ++j) {
+                       float x1 = a[size_t(j)], x2 = a[size_t(j + half)];
+                       a[size_t(j)] = x1 * c[j] - x2 * sn[j];
+                       a[size_t(j + half)] = x2 * c[j] + x1 * sn[j];
+                     }
+                     store_row(a.data(), d, out.dtype, dst);
+                   }
+                 });
+}
+
+}  // namespace vt::cpu

@@ -1,0 +1,19 @@
+// Embedding lookup.
+//
+// embedding(s, table, ids, out): out[t, :] = table[ids[t], :].
+//   table [V, H] in {f32, bf16, f16}, last dim stride 1 (any row stride);
+//   ids [T] in {i32, i64}, any stride; every id must be in [0, V) (checked: an
+//   out-of-range id throws naming it and its position);
+//   out [T, H] in {f32, bf16, f16} with the [rows, D] layout of vt/ops/norm.h.
+//   Numerics: exact when out's dtype holds table's; otherwise one rounding.
+// Backends: CPU.
+#pragma once
+
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt {
+
+void embedding(Stream& s, const Tensor& table, const Tensor& ids, Tensor& out);
+
+}  // namespace vt

@@ -1,0 +1,41 @@
+#include "vt/ops/gemm.h"
+
+#include "vt/cpu/kernels.h"
+#include "vt/ops/args.h"
+#include "vt/ops/copy.h"
+
+namespace vt {
+
+void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tensor& bias) {
+  const char* op = "linear";
+  expect_dtype(x, op, "x", kActDTypes);
+  expect_dtype(w, op, "w", kActDTypes);
+  expect_dtype(out, op, "out", kActDTypes);
+  VT_CHECK(x.dim() == 2, op, ": x ", x.str(), " must be [M, K]");
+  VT_CHECK(w.dim() == 2 && w.size(1) == x.size(1), op, ": w ", w.str(), " must be [N, ",
+           x.size(1), "] for x ", x.str());
+  expect_shape(out, op, "out", {x.size(0), w.size(0)});
+  if (bias.defined()) {
+    expect_dtype(bias, op, "bias", kActDTypes);
+    expect_shape(bias, op, "bias", {w.size(0)});
+    VT_CHECK(bias.is_contiguous(), op, ": bias ", bias.str(), " must be contiguous");
+  }
+  expect_device(s, op, {&x, &w, &out, &bias});
+  expect_no_alias(x, out, op, "x");
+  expect_no_alias(w, out, op, "w");
+  Rows xr = rows_view(x, op, "x"), wr = rows_view(w, op, "w"), outr = rows_view(out, op, "out");
+  if (!s.device().is_cpu()) no_backend(op, s.device());
+  cpu::linear(s, xr, wr, bias, outr);
+}
+
+void matmul(Stream& s, const Tensor& a, const Tensor& b, Tensor& out) {
+  VT_CHECK(b.defined() && b.dim() == 2, "matmul: b ", b.str(), " must be [K, N]");
+  VT_CHECK(a.defined() && a.dim() == 2 && a.size(1) == b.size(0), "matmul: a ", a.str(),
+           " must be [M, ", b.size(0), "] for b ", b.str());
+  expect_dtype(b, "matmul", "b", kActDTypes);
+  Tensor bt = contiguous(s, b.transpose(0, 1));
+  Tensor ac = a.dim() == 2 && a.stride(1) == 1 ? a : contiguous(s, a);
+  linear(s, ac, bt, out);
+}
+
+}  // namespace vt

@@ -1,0 +1,24 @@
+// Matrix products.
+//
+// linear(s, x, w, out, bias): out = x . w^T (+ bias), the PyTorch nn.Linear convention.
+//   x [M, K] in {f32, bf16, f16}, last dim stride 1 (any row stride);
+//   w [N, K] in {f32, bf16, f16} (PyTorch [out, in] layout), last dim stride 1;
+//   bias (optional, undefined = none) [N] in {f32, bf16, f16}, contiguous;
+//   out [M, N] in {f32, bf16, f16}, last dim stride 1, must not overlap x or w.
+//   Numerics: products and sums in f32 (bf16/f16 weights are widened to f32 on the
+//   fly, a block of rows at a time), one rounding at the output. The summation
+//   order is blocked, so results differ from a sequential sum by f32 rounding.
+// matmul(s, a, b, out): out = a . b with a [M, K], b [K, N] (any strides); same
+//   dtypes and numerics. Packs b^T once, then runs linear.
+// Backends: CPU (thread pool; see cpu/gemm.cpp for the kernel choice).
+#pragma once
+
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt {
+
+void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tensor& bias = {});
+void matmul(Stream& s, const Tensor& a, const Tensor& b, Tensor& out);
+
+}  // namespace vt

@@ -1,0 +1,29 @@
+// Normalisations over the last dimension.
+//
+// Layout: x and out are seen as [rows, D] where rows is the product of the leading
+// dims; the last dim must have stride 1 and the leading dims must collapse to one
+// row stride (any contiguous tensor, a slice of rows, a per-head view of a fused
+// projection). out has x's shape and may be x itself (in place).
+// Dtypes: x, out in {f32, bf16, f16}; w in {f32, bf16, f16}, shape [D], contiguous.
+// Numerics: every input widened to f32, the sum of squares accumulated in f32, one
+// rounding when out is narrower than f32.
+// Backends: CPU (reference) and CUDA (rms_norm; l2_normalize CPU only for now).
+#pragma once
+
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt {
+
+// kPlain:   out = x / sqrt(mean(x^2) + eps) * w         (Qwen3RMSNorm)
+// kOnePlus: out = x / sqrt(mean(x^2) + eps) * (1 + w)   (Qwen3.5 / Qwen3-Next RMSNorm,
+//           whose weights are stored as offsets from 1)
+enum class RmsNormKind { kPlain, kOnePlus };
+
+void rms_norm(Stream& s, const Tensor& x, const Tensor& w, float eps, RmsNormKind kind, Tensor& out);
+
+// out = x / sqrt(sum(x^2) + eps), the l2norm of Gated DeltaNet (FLA / HF
+// `x * rsqrt((x*x).sum(-1) + eps)`, not F.normalize's max(norm, eps)).
+void l2_normalize(Stream& s, const Tensor& x, float eps, Tensor& out);
+
+}  // namespace vt
