@@ -1,0 +1,81 @@
+// Sampler: turns one row of logits per request into a token, vLLM V1 style.
+//
+// Per row, in order (vllm/v1/sample/sampler.py):
+//   1. raw logprobs, when the request asks for logprobs and the mode is kRaw;
+//   2. stop tokens masked while the request has fewer than min_tokens outputs;
+//   3. logit_bias added;
+//   4. repetition (prompt + output), frequency and presence (output) penalties;
+//   5. greedy (temperature < 1e-5): argmax, lowest id on ties; otherwise
+//      divide by temperature, min_p, top_k, top_p, then one draw from the
+//      remaining distribution.
+// Randomness: a seeded request draws from Philox keyed by its seed at counter
+// (its number of output tokens), so it samples the same tokens whatever else
+// is in the batch and after preemption. Unseeded rows take successive
+// counters of an engine-level Philox stream keyed by the engine seed.
+// Not thread-safe (the unseeded stream advances).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace vtllm::engine {
+
+enum class LogprobsMode {
+  kRaw,        // log_softmax of the model's logits (vLLM's default, "raw_logprobs")
+  kProcessed,  // log_softmax after every step above (the distribution actually sampled)
+};
+
+struct SamplerConfig {
+  uint64_t seed = 0;  // the engine-level stream for unseeded requests
+  LogprobsMode logprobs_mode = LogprobsMode::kRaw;
+};
+
+// One row of the batch: what the sampler needs to know about its request.
+struct SamplerRow {
+  const SamplingParams* params = nullptr;
+  std::span<const int32_t> prompt_token_ids;
+  std::span<const int32_t> output_token_ids;  // its size is the request-local step
+  std::span<const int32_t> eos_token_ids;     // masked with stop_token_ids below min_tokens
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+struct SampleResult {
+  int32_t token = 0;
+  // Filled when params->logprobs is set: the sampled token's logprob and rank
+  // (the number of tokens whose logprob is >= its own, as vLLM counts), and the top-N
+  // tokens by logprob (equal logprobs: lower id first).
+  float logprob = 0;
+  int64_t rank = 0;
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerConfig& config = {});
+
+  // logits: rows.size() x vocab_size floats, row-major. Throws when a row's
+  // every token ends up masked or a token id is outside the vocabulary.
+  std::vector<SampleResult> sample(std::span<const float> logits, int64_t vocab_size,
+                                   std::span<const SamplerRow> rows);
+
+  SampleResult sample_row(std::span<const float> logits, const SamplerRow& row);
+
+ private:
+  double next_uniform(const SamplerRow& row);
+
+  SamplerConfig config_;
+  uint64_t unseeded_draws_ = 0;
+};
+
+// The logits after steps 2-5 up to (not including) the draw, for inspection
+// and for the processed-logprobs mode. Greedy rows stop after step 4.
+std::vector<float> processed_logits(std::span<const float> logits, const SamplerRow& row);
+
+}  // namespace vtllm::engine
