@@ -12,5 +12,6 @@ struct Command {
 };
 
 int cmd_selfcheck(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
 
 }  // namespace vtllm::cli

@@ -144,8 +144,14 @@ TextDefaults text_defaults(Architecture a) {
   VT_THROW("unknown architecture");
 }
 
-void check_positive(const Fields& f, const char* key, int64_t v) {
+// Bounds far past any real model, so a corrupt config cannot ask for absurd
+// allocations (a layer list of 10^12 entries) or overflow element counts.
+constexpr int64_t kMaxDim = int64_t(1) << 24;
+constexpr int64_t kMaxLayers = int64_t(1) << 14;
+
+void check_positive(const Fields& f, const char* key, int64_t v, int64_t max = kMaxDim) {
   if (v <= 0) f.fail(key, str_cat("must be positive, got ", v));
+  if (v > max) f.fail(key, str_cat(v, " is past the supported maximum ", max));
 }
 
 TextConfig parse_text(const Fields& f, Architecture arch) {
@@ -159,7 +165,7 @@ TextConfig parse_text(const Fields& f, Architecture arch) {
   t.num_attention_heads = f.get_int("num_attention_heads", d.heads);
   check_positive(f, "vocab_size", t.vocab_size);
   check_positive(f, "hidden_size", t.hidden_size);
-  check_positive(f, "num_hidden_layers", t.num_hidden_layers);
+  check_positive(f, "num_hidden_layers", t.num_hidden_layers, kMaxLayers);
   check_positive(f, "num_attention_heads", t.num_attention_heads);
   if (arch != Architecture::kQwen3_5Moe) check_positive(f, "intermediate_size", t.intermediate_size);
   // Llama and Qwen3: a null or absent num_key_value_heads means plain multi-head attention.
@@ -192,7 +198,10 @@ TextConfig parse_text(const Fields& f, Architecture arch) {
                                       t.rope.partial_rotary_factor, ") must be a positive even number"));
   if (!t.rope.mrope_section.empty()) {
     int64_t sum = 0;
-    for (int64_t s : t.rope.mrope_section) sum += s;
+    for (int64_t s : t.rope.mrope_section) {
+      if (s < 0 || s > kMaxDim) f.fail("rope_parameters", str_cat("mrope_section entry ", s, " is out of range"));
+      sum += s;
+    }
     if (sum != rot / 2 || t.rope.mrope_section.size() != 3)
       f.fail("rope_parameters", str_cat("mrope_section must be 3 sections summing to rotary_dim / 2 = ", rot / 2));
   }
@@ -245,7 +254,8 @@ VisionConfig parse_vision(const Fields& f) {
   v.temporal_patch_size = f.get_int("temporal_patch_size", v.temporal_patch_size);
   v.out_hidden_size = f.get_int("out_hidden_size", v.out_hidden_size);
   v.num_position_embeddings = f.get_int("num_position_embeddings", v.num_position_embeddings);
-  for (const char* k : {"depth", "hidden_size", "intermediate_size", "num_heads", "in_channels", "patch_size",
+  check_positive(f, "depth", v.depth, kMaxLayers);
+  for (const char* k : {"hidden_size", "intermediate_size", "num_heads", "in_channels", "patch_size",
                         "spatial_merge_size", "temporal_patch_size", "out_hidden_size", "num_position_embeddings"})
     check_positive(f, k, f.get_int(k, 1));
   if (v.hidden_size % v.num_heads != 0)

@@ -11,7 +11,12 @@ using Shape = std::vector<int64_t>;
 class SpecList {
  public:
   SpecList(std::vector<ParamSpec>& out, vt::DType dtype) : out_(out), dtype_(dtype) {}
-  void add(const std::string& name, Shape shape) { out_.push_back({name, std::move(shape), dtype_}); }
+  void add(const std::string& name, Shape shape) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      if (d < 0 || __builtin_mul_overflow(n, d, &n)) VT_THROW("parameter '", name, "' has too many elements");
+    out_.push_back({name, std::move(shape), dtype_});
+  }
   // A Linear's weight [out, in] and, with `bias`, its bias [out].
   void linear(const std::string& name, int64_t in, int64_t out, bool bias) {
     add(name + ".weight", {out, in});
@@ -142,7 +147,8 @@ ParamTotals param_totals(const std::vector<ParamSpec>& specs) {
   ParamTotals t;
   for (const ParamSpec& p : specs) {
     t.tensors += 1;
-    t.parameters += p.numel();
+    if (__builtin_add_overflow(t.parameters, p.numel(), &t.parameters))
+      VT_THROW("the model has more than 2^63 parameters");
     t.bytes[p.dtype] += uint64_t(p.numel()) * vt::dtype_size(p.dtype);
   }
   return t;
