@@ -1,0 +1,55 @@
+#include "engine/forward_batch.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "engine/block_pool.h"
+
+namespace vtllm::engine {
+
+ForwardBatch build_forward_batch(const SchedulerOutput& output, int block_size) {
+  VT_CHECK(block_size > 0, "forward batch: block_size = ", block_size);
+  ForwardBatch fb;
+  fb.block_size = block_size;
+  const size_t b_count = output.requests.size();
+  size_t max_blocks = 0;
+  bool any_state = false;
+  for (const ScheduledRequest& s : output.requests) {
+    max_blocks = std::max(max_blocks, s.block_ids.size());
+    any_state = any_state || s.state_slot.has_value();
+  }
+  fb.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
+  fb.block_table.assign(b_count * max_blocks, kNullBlock);
+  fb.query_start_loc.push_back(0);
+  for (size_t b = 0; b < b_count; ++b) {
+    const ScheduledRequest& s = output.requests[b];
+    const Request& r = *s.request;
+    const int64_t begin = s.num_computed_tokens, end = begin + s.num_new_tokens;
+    VT_CHECK(end <= r.num_tokens(), "forward batch: request '", r.id, "' schedules tokens up to ",
+             end, " of ", r.num_tokens());
+    VT_CHECK(static_cast<int64_t>(s.block_ids.size()) * block_size >= end, "forward batch: request '",
+             r.id, "' has ", s.block_ids.size(), " blocks for ", end, " tokens");
+    for (int64_t pos = begin; pos < end; ++pos) {
+      fb.token_ids.push_back(r.all_token_ids[pos]);
+      fb.positions.push_back(pos);
+      fb.slot_mapping.push_back(int64_t{s.block_ids[pos / block_size]} * block_size +
+                                pos % block_size);
+    }
+    fb.query_start_loc.push_back(static_cast<int32_t>(fb.token_ids.size()));
+    fb.seq_lens.push_back(static_cast<int32_t>(end));
+    fb.context_lens.push_back(static_cast<int32_t>(begin));
+    std::copy(s.block_ids.begin(), s.block_ids.end(), fb.block_table.begin() + b * max_blocks);
+    if (any_state) {
+      VT_CHECK(s.state_slot.has_value(), "forward batch: request '", r.id,
+               "' has no state slot in a hybrid batch");
+      fb.state_slots.push_back(*s.state_slot);
+    }
+    if (s.samples()) {
+      fb.logits_indices.push_back(fb.query_start_loc.back() - 1);
+      fb.logits_requests.push_back(static_cast<int32_t>(b));
+    }
+  }
+  return fb;
+}
+
+}  // namespace vtllm::engine
