@@ -1,0 +1,142 @@
+// Checks of the row-wise ops (vt/ops/norm.h, vt/ops/activation.h) against
+// double-precision references.
+#include <cmath>
+
+#include "vt/check/cases.h"
+#include "vt/ops/activation.h"
+#include "vt/ops/norm.h"
+
+namespace vt::check {
+
+std::string desc(const Tensor& t) { return std::string(dtype_name(t.dtype())) + shape_str(t.shape()); }
+
+void check_norms(Harness& h) {
+  struct Case {
+    int64_t rows, cols, pad;  // pad > 0: x is a column slice of a wider tensor (strided rows)
+    DType x, w, out;
+    RmsNormKind kind;
+  };
+  const Case cases[] = {
+      {7, 129, 0, DType::kF32, DType::kF32, DType::kF32, RmsNormKind::kPlain},
+      {5, 64, 0, DType::kBF16, DType::kBF16, DType::kBF16, RmsNormKind::kPlain},
+      {3, 1000, 0, DType::kBF16, DType::kF32, DType::kF32, RmsNormKind::kOnePlus},
+      {9, 33, 7, DType::kF16, DType::kBF16, DType::kF32, RmsNormKind::kOnePlus},
+      {1, 4099, 0, DType::kF32, DType::kBF16, DType::kF16, RmsNormKind::kPlain},
+  };
+  for (const Case& c : cases) {
+    std::string cfg = std::string(c.kind == RmsNormKind::kPlain ? "plain " : "1+w ") + "x " +
+                      dtype_name(c.x) + shape_str({c.rows, c.cols}) + (c.pad ? " strided" : "") +
+                      " w " + dtype_name(c.w) + " -> " + dtype_name(c.out);
+    h.run("rms_norm", cfg, /*cuda_arm=*/true, [&] {
+      const float eps = 1e-6f;
+      auto xin = h.random({c.rows, c.cols + c.pad}, c.x, 2.0);
+      Tensor x = xin.t.slice(1, 0, c.cols);
+      auto w = h.random({c.cols}, c.w, 0.5);
+      Tensor out = h.poisoned({c.rows, c.cols}, c.out);
+      rms_norm(h.stream(), x, w.t, eps, c.kind, out);
+      std::vector<double> ref(size_t(c.rows * c.cols));
+      for (int64_t r = 0; r < c.rows; ++r) {
+        const double* xr = xin.vals.data() + r * (c.cols + c.pad);
+        double ss = 0;
+        for (int64_t i = 0; i < c.cols; ++i) ss += xr[i] * xr[i];
+        double inv = 1.0 / std::sqrt(ss / double(c.cols) + eps);
+        for (int64_t i = 0; i < c.cols; ++i) {
+          double wv = w.vals[size_t(i)] + (c.kind == RmsNormKind::kOnePlus ? 1.0 : 0.0);
+          ref[size_t(r * c.cols + i)] = xr[i] * inv * wv;
+        }
+      }
+      h.compare("rms_norm", cfg, out, ref, tolerance(c.out));
+    });
+  }
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const int64_t rows = 6, cols = 37;
+    std::string cfg = "x " + std::string(dtype_name(dt)) + shape_str({rows, cols}) + " in place";
+    h.run("l2_normalize", cfg, false, [&] {
+      auto x = h.random({rows, cols}, dt, 3.0);
+      Tensor out = x.t;  // in place
+      l2_normalize(h.stream(), x.t, 1e-6f, out);
+      std::vector<double> ref(x.vals.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        double ss = 0;
+        for (int64_t i = 0; i < cols; ++i) ss += x.vals[size_t(r * cols + i)] * x.vals[size_t(r * cols + i)];
+        for (int64_t i = 0; i < cols; ++i)
+          ref[size_t(r * cols + i)] = x.vals[size_t(r * cols + i)] / std::sqrt(ss + 1e-6);
+      }
+      h.compare("l2_normalize", cfg, out, ref, tolerance(dt));
+    });
+  }
+}
+
+void check_activations(Harness& h) {
+  for (auto [x_dt, out_dt] : {std::pair{DType::kF32, DType::kF32}, std::pair{DType::kBF16, DType::kBF16}}) {
+    const int64_t rows = 5, inter = 37;
+    std::string cfg = "x " + std::string(dtype_name(x_dt)) + shape_str({rows, 2 * inter}) + " -> " +
+                      dtype_name(out_dt);
+    h.run("silu_and_mul", cfg, false, [&] {
+      auto x = h.random({rows, 2 * inter}, x_dt, 3.0);
+      Tensor out = h.poisoned({rows, inter}, out_dt);
+      silu_and_mul(h.stream(), x.t, out);
+      std::vector<double> ref(size_t(rows * inter));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < inter; ++i) {
+          double g = x.vals[size_t(r * 2 * inter + i)], u = x.vals[size_t(r * 2 * inter + inter + i)];
+          ref[size_t(r * inter + i)] = g / (1.0 + std::exp(-g)) * u;
+        }
+      h.compare("silu_and_mul", cfg, out, ref, tolerance(out_dt));
+    });
+  }
+  {
+    const Shape shape{6, 31};
+    h.run("sigmoid", "x f32[6, 31] -> bf16", false, [&] {
+      auto x = h.random(shape, DType::kF32, 4.0);
+      Tensor out = h.poisoned(shape, DType::kBF16);
+      sigmoid(h.stream(), x.t, out);
+      std::vector<double> ref(x.vals.size());
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = 1.0 / (1.0 + std::exp(-x.vals[i]));
+      h.compare("sigmoid", "x f32[6, 31] -> bf16", out, ref, tolerance(DType::kBF16));
+    });
+  }
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const int64_t rows = 4, cols = 517;
+    std::string cfg = "x " + std::string(dtype_name(dt)) + shape_str({rows, cols}) + " logits ~ N(0, 30)";
+    h.run("softmax", cfg, false, [&] {
+      auto x = h.random({rows, cols}, dt, 30.0);  // large logits: max subtraction matters
+      Tensor out = h.poisoned({rows, cols}, DType::kF32);
+      softmax(h.stream(), x.t, out);
+      std::vector<double> ref(x.vals.size()), mag(x.vals.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        const double* xr = x.vals.data() + r * cols;
+        double mx = xr[0], sum = 0;
+        for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, xr[i]);
+        for (int64_t i = 0; i < cols; ++i) sum += std::exp(xr[i] - mx);
+        for (int64_t i = 0; i < cols; ++i) {
+          ref[size_t(r * cols + i)] = std::exp(xr[i] - mx) / sum;
+          // exp(x - max) carries the f32 error of x - max, up to |x - max| * 2^-24.
+          mag[size_t(r * cols + i)] = ref[size_t(r * cols + i)] * (1.0 + std::fabs(xr[i] - mx));
+        }
+      }
+      h.compare("softmax", cfg, out, ref, tolerance(DType::kF32), mag);
+    });
+  }
+  for (bool is_add : {true, false}) {
+    const Shape shape{5, 23};
+    std::string cfg = "a f32[5, 23] b bf16 -> f32, out aliases a";
+    h.run(is_add ? "add" : "mul", cfg, false, [&] {
+      auto a = h.random(shape, DType::kF32), b = h.random(shape, DType::kBF16);
+      Tensor out = a.t;
+      if (is_add) {
+        add(h.stream(), a.t, b.t, out);
+      } else {
+        mul(h.stream(), a.t, b.t, out);
+      }
+      std::vector<double> ref(a.vals.size()), mag(a.vals.size());
+      for (size_t i = 0; i < ref.size(); ++i) {
+        ref[i] = is_add ? a.vals[i] + b.vals[i] : a.vals[i] * b.vals[i];
+        mag[i] = is_add ? std::fabs(a.vals[i]) + std::fabs(b.vals[i]) : std::fabs(ref[i]);
+      }
+      h.compare(is_add ? "add" : "mul", cfg, out, ref, tolerance(DType::kF32), mag);
+    });
+  }
+}
+
+}  // namespace vt::check
