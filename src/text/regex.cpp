@@ -83,8 +83,9 @@ Regex::Regex(std::string_view pattern, Syntax syntax, std::string_view what)
     : impl_(std::make_unique<Impl>()) {
   std::string translated =
       syntax == Syntax::kLiteral ? std::string(pattern) : onig_to_pcre2(pattern);
-  uint32_t options = PCRE2_UTF | PCRE2_UCP;
-  if (syntax == Syntax::kLiteral) options |= PCRE2_LITERAL;
+  // PCRE2_LITERAL refuses PCRE2_UCP (it has no classes to apply it to).
+  const uint32_t options =
+      PCRE2_UTF | (syntax == Syntax::kLiteral ? PCRE2_LITERAL : PCRE2_UCP);
   int err = 0;
   PCRE2_SIZE err_off = 0;
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
