@@ -1,0 +1,156 @@
+#include "engine/llm_engine.h"
+
+#include "base/error.h"
+#include "engine/forward_batch.h"
+
+namespace vtllm::engine {
+
+LlmEngine::LlmEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
+                     std::unique_ptr<DetokenizerFactory> detokenizer)
+    : config_(config),
+      executor_(std::move(executor)),
+      detokenizer_(std::move(detokenizer)),
+      scheduler_(config.scheduler, config.kv_cache),
+      sampler_(config.sampler) {
+  VT_CHECK(executor_ != nullptr, "engine: no model executor");
+}
+
+void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
+                            const SamplingParams& params, int priority) {
+  const int64_t vocab = executor_->vocab_size();
+  try {
+    params.validate(vocab);
+  } catch (const Error& e) {
+    VT_THROW("request '", id, "': ", e.what());
+  }
+  if (children_.contains(id)) VT_THROW("request '", id, "': the id is already in use");
+  if (!params.stop.empty() && !detokenizer_)
+    VT_THROW("request '", id, "': stop strings need a tokenizer, and this engine has none");
+  for (int32_t t : prompt)
+    if (t < 0 || t >= vocab)
+      VT_THROW("request '", id, "': prompt token id ", t, " is outside the vocabulary [0, ", vocab, ")");
+
+  std::vector<std::string> ids;
+  std::vector<std::unique_ptr<Request>> reqs;
+  for (int i = 0; i < params.n; ++i) {
+    SamplingParams child = params;
+    child.n = 1;
+    if (params.seed) child.seed = *params.seed + static_cast<uint64_t>(i);
+    const std::string internal = params.n == 1 ? id : str_cat(id, "#", i);
+    auto r = std::make_unique<Request>(internal, prompt, std::move(child), priority);
+    r->eos_token_ids = config_.eos_token_ids;
+    ids.push_back(internal);
+    reqs.push_back(std::move(r));
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Tracked t;
+    t.parent = id;
+    t.index = static_cast<int>(i);
+    if (detokenizer_) t.detok = detokenizer_->create(reqs[i]->prompt_token_ids);
+    if (!params.stop.empty()) t.stops.emplace(params.stop, params.include_stop_str_in_output);
+    try {
+      scheduler_.add_request(std::move(reqs[i]));
+    } catch (const Error&) {
+      for (size_t j = 0; j < i; ++j) {  // all samples or none
+        scheduler_.abort(ids[j]);
+        tracked_.erase(ids[j]);
+      }
+      throw;
+    }
+    tracked_.emplace(ids[i], std::move(t));
+  }
+  children_.emplace(id, std::move(ids));
+}
+
+EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
+                                    std::vector<SampleResult> lps) {
+  EngineOutput e;
+  e.request_id = t.parent;
+  e.index = t.index;
+  e.new_token_ids = o.new_token_ids;
+  e.logprobs = std::move(lps);
+  e.finished = o.finished;
+  e.finish_reason = o.finish_reason;
+  e.stop_token = o.stop_token;
+  if (const Request* r = scheduler_.find(o.id)) {
+    e.num_prompt_tokens = r->num_prompt_tokens();
+    e.num_cached_tokens = r->num_cached_tokens;
+  }
+  if (!t.detok) return e;
+  std::string text;
+  for (int32_t tok : o.new_token_ids) text += t.detok->add(tok);
+  if (!t.stops) {
+    e.new_text = std::move(text);
+    return e;
+  }
+  e.new_text = t.stops->add(text);
+  if (t.stops->matched()) {
+    if (!o.finished) scheduler_.finish_request(o.id, RequestStatus::kFinishedStopped);
+    e.finished = true;
+    e.finish_reason = FinishReason::kStop;
+    e.stop_token.reset();
+    e.stop_string = *t.stops->matched();
+  } else if (o.finished) {
+    e.new_text += t.stops->flush();
+  }
+  return e;
+}
+
+std::vector<EngineOutput> LlmEngine::step() {
+  const SchedulerOutput out = scheduler_.schedule();
+  if (out.empty()) return {};
+  total_scheduled_tokens_ += out.total_num_scheduled_tokens;
+  const ForwardBatch fb = build_forward_batch(out, scheduler_.kv_cache().block_size());
+  const int64_t vocab = executor_->vocab_size();
+  const std::vector<float> logits = executor_->execute(fb);
+  VT_CHECK(static_cast<int64_t>(logits.size()) ==
+               static_cast<int64_t>(fb.logits_indices.size()) * vocab,
+           "engine: the model returned ", logits.size(), " logits for ", fb.logits_indices.size(),
+           " rows of ", vocab);
+
+  std::vector<SamplerRow> rows;
+  for (int32_t b : fb.logits_requests) {
+    const Request& r = *out.requests[b].request;
+    rows.push_back({&r.params, r.prompt_token_ids, r.output_token_ids, r.eos_token_ids});
+  }
+  std::vector<SampleResult> samples = sampler_.sample(logits, vocab, rows);
+  SampledTokens sampled;
+  sampled.tokens.resize(out.requests.size());
+  std::vector<int> sample_of(out.requests.size(), -1);
+  for (size_t k = 0; k < samples.size(); ++k) {
+    sampled.tokens[fb.logits_requests[k]] = {samples[k].token};
+    sample_of[fb.logits_requests[k]] = static_cast<int>(k);
+  }
+
+  std::vector<EngineOutput> results;
+  for (const RequestOutput& o : scheduler_.update_from_output(out, sampled)) {
+    auto it = tracked_.find(o.id);
+    VT_CHECK(it != tracked_.end(), "engine: output for untracked request '", o.id, "'");
+    std::vector<SampleResult> lps;
+    const int k = sample_of[o.index];
+    if (k >= 0 && out.requests[o.index].request->params.logprobs && !o.new_token_ids.empty())
+      lps.push_back(std::move(samples[k]));
+    EngineOutput e = make_output(o, it->second, std::move(lps));
+    if (e.finished) {
+      auto& siblings = children_.at(e.request_id);
+      std::erase(siblings, o.id);
+      if (siblings.empty()) children_.erase(e.request_id);
+      tracked_.erase(it);
+    }
+    results.push_back(std::move(e));
+  }
+  return results;
+}
+
+bool LlmEngine::abort(const std::string& id) {
+  auto it = children_.find(id);
+  if (it == children_.end()) return false;
+  for (const std::string& child : it->second) {
+    scheduler_.abort(child);
+    tracked_.erase(child);
+  }
+  children_.erase(it);
+  return true;
+}
+
+}  // namespace vtllm::engine

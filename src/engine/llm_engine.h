@@ -1,0 +1,88 @@
+// LlmEngine: the synchronous engine loop. add_request(), then step() until
+// has_unfinished() is false; each step schedules, builds the ForwardBatch,
+// runs the ModelExecutor, samples, applies stopping (tokens in the scheduler,
+// stop strings here through the detokenizer) and returns what each request
+// produced in that step.
+//
+// n > 1 (parallel sampling, as vLLM does it): the request becomes n child
+// requests sharing the prompt (the prefix cache computes it once); child i
+// uses seed + i when a seed is given. Outputs carry the caller's id and the
+// child index. Not thread-safe: AsyncEngine runs it on one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/model_executor.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "engine/stop_strings.h"
+
+namespace vtllm::engine {
+
+struct EngineConfig {
+  SchedulerConfig scheduler;
+  KvCacheConfig kv_cache;
+  SamplerConfig sampler;
+  // eos of config.json and generation_config.json (eos_token_id may be a list there).
+  std::vector<int32_t> eos_token_ids;
+};
+
+struct EngineOutput {
+  std::string request_id;  // as given to add_request
+  int index = 0;           // which of the n samples
+  std::vector<int32_t> new_token_ids;
+  std::string new_text;    // with a detokenizer only
+  std::vector<SampleResult> logprobs;  // one per new token when params.logprobs is set
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::optional<int32_t> stop_token;
+  std::string stop_string;
+  int64_t num_prompt_tokens = 0;
+  int64_t num_cached_tokens = 0;  // prefix-cache hit at admission
+};
+
+class LlmEngine {
+ public:
+  // detokenizer may be null; requests with stop strings are then refused.
+  LlmEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
+            std::unique_ptr<DetokenizerFactory> detokenizer = nullptr);
+
+  // Validates the params (throws naming the field) and queues the request.
+  void add_request(const std::string& id, std::vector<int32_t> prompt, const SamplingParams& params,
+                   int priority = 0);
+
+  std::vector<EngineOutput> step();
+
+  // Aborts every sample of the request now; its blocks and slots are free on return.
+  bool abort(const std::string& id);
+
+  bool has_unfinished() const { return scheduler_.has_unfinished(); }
+  SchedulerStats stats() const { return scheduler_.stats(); }
+  int64_t total_scheduled_tokens() const { return total_scheduled_tokens_; }
+
+ private:
+  struct Tracked {
+    std::string parent;
+    int index = 0;
+    std::unique_ptr<IncrementalDetokenizer> detok;
+    std::optional<StopStringMatcher> stops;
+  };
+
+  EngineOutput make_output(const RequestOutput& o, Tracked& t, std::vector<SampleResult> lps);
+
+  EngineConfig config_;
+  std::unique_ptr<ModelExecutor> executor_;
+  std::unique_ptr<DetokenizerFactory> detokenizer_;
+  Scheduler scheduler_;
+  Sampler sampler_;
+  std::unordered_map<std::string, Tracked> tracked_;               // by internal id
+  std::unordered_map<std::string, std::vector<std::string>> children_;  // caller id -> internal ids
+  int64_t total_scheduled_tokens_ = 0;
+};
+
+}  // namespace vtllm::engine
