@@ -1,0 +1,45 @@
+// Paged causal attention with grouped-query heads, over vLLM's flattened batch.
+//
+// The KV cache of one attention layer is two tensors k_cache, v_cache
+// [num_blocks, block_size, Hkv, D], contiguous. A flat slot s addresses
+// block s / block_size, offset s % block_size.
+//
+// kv_cache_write(s, k, v, slot_mapping, k_cache, v_cache):
+//   k_cache[slot_mapping[t]] = k[t], v_cache[slot_mapping[t]] = v[t] for each token t.
+//   k, v [T, Hkv, D] (head_dim stride 1, other strides free); slot_mapping [T] i64 on
+//   the CPU; a slot of -1 skips the token (padding, as vLLM); any other slot must be
+//   in [0, num_blocks * block_size) (checked, naming the token). Values are converted
+//   to the cache dtype (one rounding when it is narrower).
+//
+// paged_attention(s, q, k_cache, v_cache, query_start_loc, seq_lens, block_table, scale, out):
+//   Request b owns query tokens [query_start_loc[b], query_start_loc[b+1]); they are the
+//   LAST q_len tokens of its seq_lens[b] tokens, so query j (0-based) sits at sequence
+//   index ctx + j with ctx = seq_lens[b] - q_len, and attends keys at sequence indices
+//   0 .. ctx + j (causal). Key i of request b lives at slot
+//   block_table[b, i / block_size] * block_size + i % block_size; the caller writes the
+//   keys of this step (kv_cache_write) before calling. Query head h reads kv head
+//   h / (Hq / Hkv) (consecutive groups, as PyTorch's repeat_interleave / enable_gqa).
+//   out[t, h] = softmax(scale * q[t, h] . K^T) . V.
+//   q, out [T, Hq, D] (head_dim stride 1, other strides free), out must not overlap q;
+//   query_start_loc [B + 1], seq_lens [B], block_table [B, max_blocks] i32 on the CPU,
+//   block_table contiguous.
+//   Dtypes: q, out, caches in {f32, bf16, f16}.
+//   Numerics: q . k dot products, the max-subtracted softmax and the weighted sum of V
+//   in f32 (the two-pass softmax of a reference, not an online one); one rounding at
+//   the output.
+// Backends: CPU.
+#pragma once
+
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt {
+
+void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                    Tensor& k_cache, Tensor& v_cache);
+
+void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                     const Tensor& query_start_loc, const Tensor& seq_lens,
+                     const Tensor& block_table, float scale, Tensor& out);
+
+}  // namespace vt

@@ -1,0 +1,68 @@
+// Gated DeltaNet (linear attention) ops, the math of qwen3_5.md §8, over vLLM's
+// flattened batch: request b owns tokens [query_start_loc[b], query_start_loc[b+1])
+// and keeps its state in slot state_slots[b] of the state tensors. The state of a
+// slot is read as the initial state and overwritten with the final one; a new
+// sequence starts from a zero slot (the caller zeroes it). Index tensors
+// (query_start_loc [B + 1], state_slots [B]) are i32 on the CPU; every slot must be in
+// range (checked) and no two requests of one call may share a slot.
+//
+// causal_conv1d_silu(s, x, w, query_start_loc, conv_state, state_slots, out)
+//   Depthwise causal conv (kernel K, no bias) then SiLU, per channel c:
+//     out[t, c] = silu(sum_j w[c, j] * win[t - K + 1 + j, c]), w[c, K-1] on the current token,
+//   where win is the request's K-1 state rows followed by its tokens. Afterwards the
+//   slot holds the last K-1 rows of win (raw inputs, oldest first). A decode step is
+//   the one-token case.
+//   x [T, C] (features contiguous, any row stride); w [C, K] contiguous (conv1d.weight
+//   [C, 1, K] viewed); conv_state [S, K-1, C] f32 contiguous; out [T, C] contiguous,
+//   not overlapping x. x, w, out in {f32, bf16, f16}.
+//
+// gdn_gates(s, a, b, A_log, dt_bias, g, beta)
+//   beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias) with softplus(x) = x for
+//   x > 20, else log1p(exp(x)) (PyTorch's threshold). a, b [T, Hv] (last dim contiguous);
+//   A_log, dt_bias [Hv] contiguous, in {f32, bf16, f16}; g, beta [T, Hv] f32 contiguous.
+//
+// gated_delta_rule_recurrent / gated_delta_rule_chunked
+//     (s, q, k, v, g, beta, scale, query_start_loc, state, state_slots, out)
+//   q, k [T, Hk, Dk] (already l2-normalised), v [T, Hv, Dv], head_dim contiguous, other
+//   strides free, in {f32, bf16, f16}; g, beta [T, Hv] f32 contiguous; state
+//   [S, Hv, Dk, Dv] f32 contiguous (k-major, the HF layout); out [T, Hv, Dv] contiguous.
+//   Value head h uses key head h / (Hv / Hk) (consecutive groups). Per token, with the
+//   query scaled by `scale` (Dk^-0.5 for Qwen3.5):
+//     S <- exp(g) S;  u = beta (v - S^T k);  S <- S + k u^T;  out = S^T (scale q).
+//   recurrent: that token loop (§8.6). chunked: chunks of 64 tokens solved with the
+//   WY/UT triangular form (§8.7); the two agree to f32 rounding.
+//   Numerics: f32 state and arithmetic, one rounding of out.
+//
+// gated_rms_norm(s, x, z, w, eps, out)
+//   out = x / sqrt(mean(x^2) + eps) * w * silu(z) over the last dim D (plain w, norm before
+//   the gate: the GDN output norm of §5.2). x, z, out [rows, D] with the rows layout of
+//   vt/ops/norm.h; w [D] contiguous; all in {f32, bf16, f16}; f32 compute, one rounding.
+// Backends: CPU.
+#pragma once
+
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt {
+
+inline constexpr int64_t kGdnChunkSize = 64;
+
+void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& query_start_loc,
+                        Tensor& conv_state, const Tensor& state_slots, Tensor& out);
+
+void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
+               const Tensor& dt_bias, Tensor& g, Tensor& beta);
+
+void gated_delta_rule_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                                const Tensor& g, const Tensor& beta, float scale,
+                                const Tensor& query_start_loc, Tensor& state,
+                                const Tensor& state_slots, Tensor& out);
+void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& g, const Tensor& beta, float scale,
+                              const Tensor& query_start_loc, Tensor& state,
+                              const Tensor& state_slots, Tensor& out);
+
+void gated_rms_norm(Stream& s, const Tensor& x, const Tensor& z, const Tensor& w, float eps,
+                    Tensor& out);
+
+}  // namespace vt
