@@ -23,6 +23,7 @@ struct Tokenizer::Impl {
   std::unique_ptr<Decoder> decoder;
   std::unique_ptr<AddedVocabulary> added;
   std::vector<bool> special_by_id;
+  bool byte_fallback_decoder = false;
   size_t id_end = 0;
   TokenizerConfig config;
 
@@ -38,6 +39,18 @@ std::string read_file(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) VT_THROW(path, ": read failed");
   return ss.str();
+}
+
+bool has_component(const Json& j, std::string_view type) {
+  if (j.is_object()) {
+    auto t = j.find("type");
+    if (t != j.end() && t->is_string() && t->get<std::string>() == type) return true;
+  }
+  if (j.is_object() || j.is_array()) {
+    for (const Json& child : j)
+      if (has_component(child, type)) return true;
+  }
+  return false;
 }
 
 AddedToken parse_added_token(const Json& j, const JsonPath& at) {
@@ -84,8 +97,10 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, std::string_view orig
   impl->model = std::make_unique<Bpe>(model, model_at);
   if (const Json* p = json_optional(j, "post_processor", root))
     impl->post_processor = make_post_processor(*p, root.key("post_processor"));
-  if (const Json* d = json_optional(j, "decoder", root))
+  if (const Json* d = json_optional(j, "decoder", root)) {
     impl->decoder = make_decoder(*d, root.key("decoder"));
+    impl->byte_fallback_decoder = has_component(*d, "ByteFallback");
+  }
 
   std::vector<AddedToken> added;
   if (const Json* a = json_optional(j, "added_tokens", root)) {
@@ -247,6 +262,12 @@ std::optional<TokenId> Tokenizer::token_to_id(std::string_view token) const {
 bool Tokenizer::is_special(TokenId id) const {
   return id >= 0 && static_cast<size_t>(id) < impl_->special_by_id.size() &&
          impl_->special_by_id[id];
+}
+
+bool Tokenizer::is_pending_byte(TokenId id) const {
+  if (!impl_->byte_fallback_decoder || impl_->added->find_id(id)) return false;
+  const std::string* s = impl_->model->id_to_token(id);
+  return s && s->size() == 6 && s->compare(0, 3, "<0x") == 0 && s->back() == '>';
 }
 
 size_t Tokenizer::id_end() const { return impl_->id_end; }

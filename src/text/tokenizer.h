@@ -56,6 +56,10 @@ class Tokenizer {
   std::optional<TokenId> token_to_id(std::string_view token) const;
   // True for ids of added tokens marked special (what skip_special_tokens drops).
   bool is_special(TokenId id) const;
+  // True when the decoder has ByteFallback and `id` is a byte token "<0xAB>":
+  // its text can still change with the next id (a run of bytes that is not
+  // valid UTF-8 becomes one U+FFFD per byte).
+  bool is_pending_byte(TokenId id) const;
   // One past the largest id of any token (the embedding rows a model needs at least).
   size_t id_end() const;
   const std::vector<AddedToken>& added_tokens() const;
