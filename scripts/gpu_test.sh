@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Builds vtllm with CUDA and runs every test on a GPU machine that has CUDA, cmake,
+# ninja and g++ but no Debian dev packages, no ccache and no network.
+#
+#   scripts/fetch_debs.sh          # once, on the Debian development machine -> .deb/
+#   scripts/gpu_test.sh            # on the GPU machine, in the repository root
+#
+# The .deb files in .deb/ are unpacked (dpkg-deb, or ar + tar where dpkg is absent)
+# into a private prefix, CMake is pointed at it, the tree is built with -j16, every
+# tests/*_tests binary runs (CUDA tests run when a GPU is visible and report
+# SKIPPED otherwise), then `vtllm selfcheck`. A summary table ends the output; logs
+# go to $OUT when it is set. Exit status: 0 only if the build and every test passed.
+#
+# Environment: DEB_DIR (.deb), VTLLM_PREFIX (/tmp/vtllm-prefix), BUILD_DIR
+# (/tmp/vtllm-build), JOBS (16), VTLLM_CUDA (ON), GTEST_FILTER (all tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+deb_dir=$(realpath -m "${DEB_DIR:-$root/.deb}")
+prefix=${VTLLM_PREFIX:-/tmp/vtllm-prefix}
+build=${BUILD_DIR:-/tmp/vtllm-build}
+jobs=${JOBS:-16}
+cuda_mode=${VTLLM_CUDA:-ON}
+logs=$build/gpu_test_logs
+
+say() { printf '\n=== gpu_test: %s\n' "$*"; }
+die() { printf 'gpu_test: error: %s\n' "$*" >&2; exit 2; }
+
+for tool in cmake ninja g++ tar; do
+  command -v "$tool" >/dev/null || die "'$tool' is not on PATH"
+done
+[ -d "$deb_dir" ] || die "no $deb_dir: run scripts/fetch_debs.sh on the Debian machine and carry .deb/"
+ls "$deb_dir"/*.deb >/dev/null 2>&1 || die "$deb_dir holds no .deb files"
+if [ "$cuda_mode" = ON ] && ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  die "nvcc not found (PATH or /usr/local/cuda/bin); set VTLLM_CUDA=AUTO to build without CUDA"
+fi
+
+# ---- 1. unpack the Debian packages into the prefix
+say "unpacking $(ls "$deb_dir"/*.deb | wc -l) packages from $deb_dir into $prefix"
+rm -rf "$prefix"
+mkdir -p "$prefix"
+unpack() {  # unpack <file.deb> into $prefix
+  if command -v dpkg-deb >/dev/null; then
+    dpkg-deb -x "$1" "$prefix"
+    return
+  fi
+  command -v ar >/dev/null || die "neither dpkg-deb nor ar is available to unpack $1"
+  local member
+  member=$(ar t "$1" | grep '^data\.tar') || die "$1 has no data.tar member"
+  case "$member" in
+    *.xz) ar p "$1" "$member" | tar -xJ -C "$prefix" ;;
+    *.zst) ar p "$1" "$member" | zstd -dc | tar -x -C "$prefix" ;;
+    *.gz) ar p "$1" "$member" | tar -xz -C "$prefix" ;;
+    *) ar p "$1" "$member" | tar -x -C "$prefix" ;;
+  esac
+}
+for deb in "$deb_dir"/*.deb; do unpack "$deb"; done
+usr=$prefix/usr
+libdir=$usr/lib/x86_64-linux-gnu
+# .pc files say prefix=/usr: point them into the prefix.
+find "$usr" -name '*.pc' -exec sed -i -E "s#=/usr(/|\$)#=$usr\1#" {} +
+# Link the static archives where a package ships one, so test binaries do not
+# depend on Debian's shared libraries; drop links left dangling.
+for a in "$libdir"/*.a; do
+  so=${a%.a}.so
+  [ -L "$so" ] && rm -f "$so"
+done
+find "$usr" -xtype l -delete
+
+# ---- 2. pkg-config: the machine's, else the unpacked pkgconf
+pkg_config=$(command -v pkg-config || true)
+if [ -z "$pkg_config" ]; then
+  [ -x "$usr/bin/pkgconf" ] || die "no pkg-config on PATH and no pkgconf-bin in $deb_dir"
+  pkg_config=$prefix/pkg-config
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
+    "$libdir" "$usr/bin/pkgconf" > "$pkg_config"
+  chmod +x "$pkg_config"
+  "$pkg_config" --version >/dev/null || die "the unpacked pkgconf does not run on this machine"
+fi
+export PKG_CONFIG_PATH="$libdir/pkgconfig:$usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+# Header-only packages found by #include alone, and the shared libraries at run time.
+export CPLUS_INCLUDE_PATH="$usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}"
+export LIBRARY_PATH="$libdir${LIBRARY_PATH:+:$LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+
+# ---- 3. configure and build (ninja -k 0: build every target that can be built)
+mkdir -p "$build" "$logs"
+say "configuring $build (VTLLM_CUDA=$cuda_mode, pkg-config $pkg_config)"
+if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVTLLM_CUDA="$cuda_mode" \
+  -DCMAKE_PREFIX_PATH="$usr" -DCMAKE_LIBRARY_PATH="$libdir" -DCMAKE_INCLUDE_PATH="$usr/include" \
+  -DPKG_CONFIG_EXECUTABLE="$pkg_config" 2>&1 | tee "$logs/configure.log"; then
+  die "cmake configure failed (see $logs/configure.log)"
+fi
+say "building with -j$jobs"
+build_ok=1
+if ! cmake --build "$build" -j "$jobs" -- -k 0 2>&1 | tee "$logs/build.log"; then build_ok=0; fi
+
+# ---- 4. run every test binary, then selfcheck
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi 2>&1 | tee "$logs/nvidia-smi.log" || true
+else
+  echo "no nvidia-smi: CUDA tests will report SKIPPED" | tee "$logs/nvidia-smi.log"
+fi
+declare -a rows=()
+all_ok=$build_ok
+count() {  # count <pattern> <log>: the N of gtest's "[  PATTERN  ] N test" summary line
+  sed -nE "s/^\[ *$1 *\] ([0-9]+) tests?[,.].*/\1/p" "$2" | tail -1
+}
+for bin in "$build"/tests/*_tests; do
+  [ -x "$bin" ] || continue
+  name=$(basename "$bin")
+  say "running $name"
+  set +e
+  "$bin" --gtest_color=no ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} > "$logs/$name.log" 2>&1
+  rc=$?
+  set -e
+  tail -n 30 "$logs/$name.log"
+  passed=$(count PASSED "$logs/$name.log"); skipped=$(count SKIPPED "$logs/$name.log")
+  failed=$(count FAILED "$logs/$name.log")
+  [ "$rc" -eq 0 ] || all_ok=0
+  rows+=("$(printf '%-18s %6s %6s %7s  %s' "$name" "${passed:-0}" "${failed:-0}" "${skipped:-0}" \
+    "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+done
+if [ -x "$build/vtllm" ]; then
+  say "vtllm selfcheck"
+  set +e
+  "$build/vtllm" selfcheck > "$logs/selfcheck.log" 2>&1
+  rc=$?
+  set -e
+  cat "$logs/selfcheck.log"
+  [ "$rc" -eq 0 ] || all_ok=0
+  rows+=("$(printf '%-18s %6s %6s %7s  %s' "vtllm selfcheck" "-" "-" "-" \
+    "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+fi
+
+# ---- 5. summary
+{
+  echo
+  echo "=== gpu_test summary ($(hostname), $(date -u +%FT%TZ))"
+  printf '%-18s %6s %6s %7s  %s\n' "binary" "passed" "failed" "skipped" "result"
+  for r in "${rows[@]}"; do echo "$r"; done
+  [ "$build_ok" -eq 1 ] || echo "BUILD FAILED for some targets: see build.log (grep -n 'FAILED:')"
+  [ "${#rows[@]}" -gt 0 ] || echo "no test binary was built"
+  echo "logs: $logs"
+} | tee "$logs/summary.txt"
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT/gpu_test_logs"
+  cp "$logs"/*.log "$logs/summary.txt" "$OUT/gpu_test_logs/"
+  echo "logs copied to $OUT/gpu_test_logs"
+fi
+[ "$all_ok" -eq 1 ] && [ "${#rows[@]}" -gt 0 ]
