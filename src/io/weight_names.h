@@ -1,0 +1,39 @@
+// How a checkpoint tensor name maps onto the parameter names of param_specs().
+//
+// transformers writes the same weights under different spellings depending on the
+// class that saved them; this is the one place that knows them all:
+//   - `model.language_model.X` (ConditionalGeneration) and `model.X` (CausalLM) are
+//     the same language-model tensor; either loads into either class.
+//   - `mtp.*` (the multi-token-prediction draft head) is skipped: transformers
+//     drops it at load (qwen3_5.md §3.3, §11).
+//   - `model.visual.*` is skipped for a CausalLM class (transformers ignores it)
+//     and for `--language-model-only`.
+//   - `lm_head.weight` is skipped when embeddings are tied (the embedding is used).
+//   - `...mlp.experts.{e}.{gate,up,down}_proj.weight` are per-expert pieces of the
+//     fused `experts.gate_up_proj` [E, 2I, H] / `experts.down_proj` [E, H, I]
+//     (gate rows first, then up; qwen3_5.md §3.1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "io/config.h"
+
+namespace vtllm::io {
+
+struct WeightName {
+  enum class Kind { kParam, kExpertPart, kSkip };
+  enum class ExpertPart { kGate, kUp, kDown };
+
+  Kind kind = Kind::kParam;
+  std::string param;   // kParam / kExpertPart: the param_specs() name it fills
+  std::string reason;  // kSkip: why (for the load summary)
+  int64_t expert = -1;  // kExpertPart
+  ExpertPart part = ExpertPart::kGate;
+};
+
+// Maps one checkpoint tensor name. `language_model_only` as in ParamSpecOptions.
+WeightName map_weight_name(const std::string& checkpoint_name, const ModelConfig& config,
+                           bool language_model_only);
+
+}  // namespace vtllm::io
