@@ -12,6 +12,7 @@ struct Command {
 };
 
 int cmd_selfcheck(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 
 }  // namespace vtllm::cli

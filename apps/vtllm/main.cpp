@@ -16,6 +16,8 @@ using vtllm::cli::Command;
 constexpr Command kCommands[] = {
     {"selfcheck", "run every CPU op (and CUDA op, with a GPU) against its reference",
      vtllm::cli::cmd_selfcheck},
+    {"tokenize", "text on stdin to token ids (or pieces, or ids back to text)",
+     vtllm::cli::cmd_tokenize},
     {"inspect", "architecture, layer pattern, exact parameter count and weight bytes of a model",
      vtllm::cli::cmd_inspect},
 };
