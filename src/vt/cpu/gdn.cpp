@@ -252,8 +252,9 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
   const int64_t os = int64_t(out.itemsize());
   for_request_heads(s, a, [&](int64_t b, int64_t h) {
     float* S = a.state + (a.req.slot[size_t(b)] * a.hv + h) * dk * dv;
-    // Per chunk: Q, K [n, dk]; U (v updates), W (state weights) [n, dv] / [n, dk].
-    std::vector<float> Q(static_cast<size_t>(C * dk)), K(static_cast<size_t>(C * dk)), U(static_cast<size_t>(C * dv)), W(static_cast<size_t>(C * dk));
+    // Per chunk: Q, K [n, dk]; U [n, dv]: v, then the true updates u'.
+    std::vector<float> Q(static_cast<size_t>(C * dk)), K(static_cast<size_t>(C * dk));
+    std::vector<float> U(static_cast<size_t>(C * dv));
     std::vector<float> gam(static_cast<size_t>(C)), bt(static_cast<size_t>(C)), A(static_cast<size_t>(C * C)), ov(static_cast<size_t>(dv));
     for (int64_t c0 = a.req.start[size_t(b)]; c0 < a.req.start[size_t(b + 1)]; c0 += C) {
       const int64_t n = std::min(C, a.req.start[size_t(b + 1)] - c0);
@@ -267,26 +268,24 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
         gam[size_t(i)] = cum += a.g[t * a.hv + h];
         bt[size_t(i)] = a.beta[t * a.hv + h];
       }
-      // A_ij = beta_i (k_i . k_j) exp(gam_i - gam_j), j < i; then forward substitution of
-      // (I + A) U = diag(beta) V and (I + A) W = diag(beta exp(gam)) K.
+      // A_ij = beta_i (k_i . k_j) exp(gam_i - gam_j) for j < i. The true per-token updates
+      // solve (I + A) U' = diag(beta) (V - diag(exp(gam)) K S0) (the WY form of §8.7 with
+      // W S0 folded into the right-hand side), by forward substitution row by row.
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t j = 0; j < i; ++j) {
           float dot = 0.0f;
           for (int64_t d = 0; d < dk; ++d) dot += K[size_t(i * dk + d)] * K[size_t(j * dk + d)];
           A[size_t(i * C + j)] = bt[size_t(i)] * dot * std::exp(gam[size_t(i)] - gam[size_t(j)]);
         }
-        const float wb = bt[size_t(i)] * std::exp(gam[size_t(i)]);
-        for (int64_t e = 0; e < dv; ++e) U[size_t(i * dv + e)] *= bt[size_t(i)];
-        for (int64_t d = 0; d < dk; ++d) W[size_t(i * dk + d)] = wb * K[size_t(i * dk + d)];
+        const float ei = std::exp(gam[size_t(i)]);
+        for (int64_t e = 0; e < dv; ++e) {
+          float ks = 0.0f;  // (S0^T k_i)[e]
+          for (int64_t d = 0; d < dk; ++d) ks += S[d * dv + e] * K[size_t(i * dk + d)];
+          U[size_t(i * dv + e)] = bt[size_t(i)] * (U[size_t(i * dv + e)] - ei * ks);
+        }
         for (int64_t j = 0; j < i; ++j) {
           const float aij = A[size_t(i * C + j)];
           for (int64_t e = 0; e < dv; ++e) U[size_t(i * dv + e)] -= aij * U[size_t(j * dv + e)];
-          for (int64_t d = 0; d < dk; ++d) W[size_t(i * dk + d)] -= aij * W[size_t(j * dk + d)];
-        }
-        // U'_i = U_i - W_i S0: the true update of token i.
-        for (int64_t d = 0; d < dk; ++d) {
-          const float wd = W[size_t(i * dk + d)];
-          for (int64_t e = 0; e < dv; ++e) U[size_t(i * dv + e)] -= wd * S[d * dv + e];
         }
       }
       // O_i = exp(gam_i) q_i S0 + sum_{j <= i} (q_i . k_j) exp(gam_i - gam_j) U'_j.

@@ -29,8 +29,9 @@
 //   Value head h uses key head h / (Hv / Hk) (consecutive groups). Per token, with the
 //   query scaled by `scale` (Dk^-0.5 for Qwen3.5):
 //     S <- exp(g) S;  u = beta (v - S^T k);  S <- S + k u^T;  out = S^T (scale q).
-//   recurrent: that token loop (§8.6). chunked: chunks of 64 tokens solved with the
-//   WY/UT triangular form (§8.7); the two agree to f32 rounding.
+//   recurrent: that token loop (§8.6). chunked: chunks of 64 tokens, each solving the
+//   unit lower-triangular system of §8.7 for the chunk's updates, then reading outputs and
+//   the next state from the chunk-start state; the two agree to f32 rounding.
 //   Numerics: f32 state and arithmetic, one rounding of out.
 //
 // gated_rms_norm(s, x, z, w, eps, out)

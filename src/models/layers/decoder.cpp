@@ -1,0 +1,129 @@
+#include "models/layers/decoder.h"
+
+#include <optional>
+#include <string>
+
+#include "base/error.h"
+#include "models/layers/gdn.h"
+#include "models/layers/mlp.h"
+#include "vt/ops/activation.h"
+#include "vt/ops/embedding.h"
+#include "vt/ops/gemm.h"
+
+namespace vtllm::models {
+
+namespace {
+
+struct Layer {
+  vt::Tensor input_norm, post_norm;
+  std::optional<FullAttention> attn;
+  std::optional<GatedDeltaNet> gdn;
+  std::optional<SwiGluMlp> mlp;
+};
+
+class DecoderModel final : public Model {
+ public:
+  DecoderModel(const io::ModelConfig& config, const DecoderSpec& spec, WeightStore& w,
+               const ModelOptions& options)
+      : config_(config), spec_(spec) {
+    const io::TextConfig& t = config.text;
+    const std::string& p = w.prefix();
+    const float eps = float(t.rms_norm_eps);
+    embed_ = w.get(p + "embed_tokens.weight", {t.vocab_size, t.hidden_size});
+    lm_head_ = config.tie_word_embeddings ? embed_
+                                          : w.get("lm_head.weight", {t.vocab_size, t.hidden_size});
+    norm_ = w.get(p + "norm.weight", {t.hidden_size});
+    VT_CHECK(int64_t(t.layer_types.size()) == t.num_hidden_layers, "config: ",
+             t.layer_types.size(), " layer_types for ", t.num_hidden_layers, " layers");
+    for (int64_t i = 0; i < t.num_hidden_layers; ++i) {
+      const std::string lp = p + "layers." + std::to_string(i) + ".";
+      Layer& l = layers_.emplace_back();
+      l.input_norm = w.get(lp + "input_layernorm.weight", {t.hidden_size});
+      l.post_norm = w.get(lp + "post_attention_layernorm.weight", {t.hidden_size});
+      LayerCacheSpec c;
+      switch (t.layer_types[size_t(i)]) {
+        case io::LayerType::kFullAttention:
+          l.attn.emplace(spec.attention, w, lp + "self_attn.", options.fuse_attn_preamble);
+          c.kind = LayerCacheSpec::Kind::kAttention;
+          c.kv_heads = spec.attention.kv_heads;
+          c.head_dim = spec.attention.head_dim;
+          break;
+        case io::LayerType::kLinearAttention:
+          VT_CHECK(t.linear_attention.has_value(), "config: layer ", i,
+                   " is linear_attention but the config has no linear-attention dimensions");
+          l.gdn.emplace(*t.linear_attention, t.hidden_size, eps, w, lp + "linear_attn.");
+          c = l.gdn->cache_spec();
+          break;
+        default:
+          VT_THROW("config: layer ", i, " is ", io::layer_type_name(t.layer_types[size_t(i)]),
+                   ", which vtllm's decoder does not build");
+      }
+      cache_spec_.push_back(c);
+      l.mlp.emplace(t.hidden_size, t.intermediate_size, w, lp + "mlp.");
+    }
+    w.check_all_used();
+    has_gdn_ = t.count_layers(io::LayerType::kLinearAttention) > 0;
+  }
+
+  const io::ModelConfig& config() const override { return config_; }
+  const CacheSpec& cache_spec() const override { return cache_spec_; }
+
+  vt::Tensor forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache) override {
+    validate_forward_batch(batch, has_gdn_);
+    const BatchInputs in = make_batch_inputs(batch, spec_.uses_rope ? &spec_.attention.rope : nullptr);
+    const int64_t T = batch.num_tokens(), H = hidden_size();
+    const float eps = float(config_.text.rms_norm_eps);
+    vt::Tensor x = vt::Tensor::empty({T, H}, vt::DType::kF32);
+    vt::Tensor a = vt::Tensor::empty({T, H}, vt::DType::kF32);
+    vt::Tensor m = vt::Tensor::empty({T, H}, vt::DType::kF32);
+    vt::embedding(s, embed_, in.token_ids, x);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const Layer& l = layers_[i];
+      vt::rms_norm(s, x, l.input_norm, eps, spec_.norm_kind, a);
+      if (l.attn) {
+        AttentionCache c = cache.attention(int64_t(i));
+        l.attn->forward(s, a, in, c, m);
+      } else {
+        GdnState st = cache.gdn(int64_t(i));
+        l.gdn->forward(s, a, in, st, m);
+      }
+      vt::add(s, x, m, x);
+      vt::rms_norm(s, x, l.post_norm, eps, spec_.norm_kind, a);
+      l.mlp->forward(s, a, m);
+      vt::add(s, x, m, x);
+    }
+    vt::rms_norm(s, x, norm_, eps, spec_.norm_kind, a);
+    return a;
+  }
+
+  vt::Tensor compute_logits(vt::Stream& s, const vt::Tensor& hidden,
+                            const std::vector<int32_t>& rows) override {
+    VT_CHECK(hidden.dim() == 2 && hidden.size(1) == hidden_size(), "compute_logits: hidden ",
+             hidden.str(), " is not [T, ", hidden_size(), "]");
+    const int64_t R = int64_t(rows.size());
+    vt::Tensor picked = vt::Tensor::empty({R, hidden_size()}, vt::DType::kF32);
+    vt::Tensor idx = vt::Tensor::from_blob(const_cast<int32_t*>(rows.data()), {R}, vt::DType::kI32,
+                                           vt::Device::cpu(), nullptr);
+    vt::embedding(s, hidden, idx, picked);  // a row gather: hidden is the "table"
+    vt::Tensor logits = vt::Tensor::empty({R, vocab_size()}, vt::DType::kF32);
+    vt::linear(s, picked, lm_head_, logits);
+    return logits;
+  }
+
+ private:
+  io::ModelConfig config_;
+  DecoderSpec spec_;
+  vt::Tensor embed_, lm_head_, norm_;
+  std::vector<Layer> layers_;
+  CacheSpec cache_spec_;
+  bool has_gdn_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> build_decoder(const io::ModelConfig& config, const DecoderSpec& spec,
+                                     WeightStore& weights, const ModelOptions& options) {
+  return std::make_unique<DecoderModel>(config, spec, weights, options);
+}
+
+}  // namespace vtllm::models

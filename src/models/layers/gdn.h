@@ -1,0 +1,43 @@
+// GatedDeltaNet: the linear-attention layer of Qwen3.5 (qwen3_5.md §8).
+//
+// x [T, hidden] -> in_proj_qkv (q ‖ k ‖ v channels), in_proj_z, in_proj_b, in_proj_a;
+// causal depthwise conv (kernel K) + SiLU over the qkv channels with the conv state;
+// q and k l2-normalised (eps 1e-6), q scaled by Dk^-0.5; beta = sigmoid(b),
+// g = -exp(A_log) softplus(a + dt_bias); the gated delta rule (per-token recurrence when
+// every request is a one-token decode step, as the oracle; chunks of 64 otherwise);
+// gated RMSNorm with silu(z) per value head; out_proj.
+// Weights under `prefix` ("model.layers.0.linear_attn."): in_proj_qkv [conv_dim, H],
+// in_proj_z [Hv*Dv, H], in_proj_b and in_proj_a [Hv, H], conv1d.weight [conv_dim, 1, K],
+// A_log and dt_bias [Hv], norm.weight [Dv], out_proj [H, Hv*Dv].
+// A request with context_lens == 0 starts from a zeroed state slot.
+#pragma once
+
+#include <string>
+
+#include "io/config.h"
+#include "models/cache.h"
+#include "models/layers/batch_inputs.h"
+#include "models/layers/weights.h"
+
+namespace vtllm::models {
+
+class GatedDeltaNet {
+ public:
+  GatedDeltaNet(const io::LinearAttentionConfig& dims, int64_t hidden, float eps,
+                WeightStore& weights, const std::string& prefix);
+
+  // out [T, hidden] f32 (must not overlap x).
+  void forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in, GdnState& state,
+               vt::Tensor& out) const;
+
+  LayerCacheSpec cache_spec() const;
+
+ private:
+  io::LinearAttentionConfig d_;
+  int64_t hidden_;
+  float eps_;
+  vt::Tensor in_proj_qkv_, in_proj_z_, in_proj_b_, in_proj_a_, conv_w_, a_log_, dt_bias_, norm_,
+      out_proj_;
+};
+
+}  // namespace vtllm::models

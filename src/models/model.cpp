@@ -1,0 +1,20 @@
+#include "models/model.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "base/error.h"
+
+namespace vtllm::models {
+
+ModelOptions ModelOptions::from_env() {
+  ModelOptions o;
+  if (const char* v = std::getenv("VT_FUSE_ATTN_PREAMBLE")) {
+    const std::string s(v);
+    VT_CHECK(s == "0" || s == "1", "VT_FUSE_ATTN_PREAMBLE=", s, ": expected 0 or 1");
+    o.fuse_attn_preamble = s == "1";
+  }
+  return o;
+}
+
+}  // namespace vtllm::models

@@ -1,0 +1,141 @@
+// The model's own consistency, independent of the oracle: chunked prefill (chunks of
+// 1, 7, 64 and the whole prompt), decode after prefill vs re-running the full
+// sequence, batched vs alone, fused vs unfused attention preamble, MRoPE positions
+// with equal rows vs 1-D positions. Logits agree to f32 rounding (relative 2e-5 of the
+// largest |logit|: GEMM blocking and the chunked vs per-token GDN order differ).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "model_harness.h"
+#include "models/registry.h"
+
+namespace vtllm::models {
+namespace {
+
+using testing::Harness;
+using testing::Sequence;
+
+constexpr double kTol = 2e-5;
+
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double mx = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    mx = std::max(mx, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return mx / scale;
+}
+
+std::vector<int32_t> random_prompt(int64_t n, int64_t vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (auto& t : ids) t = int32_t(rng() % uint32_t(vocab));
+  return ids;
+}
+
+std::string fixture(const char* name) { return std::string(VTLLM_SOURCE_DIR) + "/" + name; }
+
+class ModelConsistency : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override { model_ = load_model(fixture(GetParam()), s_, ModelOptions{}); }
+  std::vector<float> prefill_logits(const std::vector<int32_t>& ids, int64_t chunk) {
+    Harness h(*model_, s_);
+    Sequence seq(ids);
+    return h.prefill(seq, chunk);
+  }
+  vt::Stream s_;
+  std::unique_ptr<Model> model_;
+};
+
+TEST_P(ModelConsistency, ChunkedPrefillMatchesWholePrompt) {
+  const auto ids = random_prompt(150, model_->vocab_size(), 7);
+  const auto whole = prefill_logits(ids, 0);
+  for (int64_t chunk : {1, 7, 64}) {
+    const double d = rel_diff(prefill_logits(ids, chunk), whole);
+    EXPECT_LE(d, kTol) << "chunk " << chunk;
+    std::printf("[consistency] %s chunk %ld vs whole: %.3g\n", GetParam(), long(chunk), d);
+  }
+}
+
+TEST_P(ModelConsistency, DecodeAfterPrefillMatchesFullRerun) {
+  auto ids = random_prompt(70, model_->vocab_size(), 11);
+  Harness h(*model_, s_);
+  Sequence seq(ids);
+  std::vector<float> logits = h.prefill(seq);
+  for (int step = 0; step < 6; ++step) {
+    seq.tokens.push_back(testing::argmax(logits));
+    logits = h.step({{&seq, 1}})[0];
+  }
+  const double d = rel_diff(logits, prefill_logits(seq.tokens, 0));
+  EXPECT_LE(d, kTol);
+}
+
+TEST_P(ModelConsistency, BatchedRequestsMatchEachAlone) {
+  const auto a = random_prompt(37, model_->vocab_size(), 3);
+  const auto b = random_prompt(90, model_->vocab_size(), 4);
+  Harness h(*model_, s_);
+  Sequence sa(a), sb(b);
+  // Step 1: a's first 20 tokens with all of b; step 2: a's rest; step 3: both decode.
+  auto first = h.step({{&sa, 20}, {&sb, int64_t(b.size())}});
+  auto second = h.step({{&sa, int64_t(a.size()) - 20}});
+  EXPECT_LE(rel_diff(first[1], prefill_logits(b, 0)), kTol);
+  EXPECT_LE(rel_diff(second[0], prefill_logits(a, 0)), kTol);
+  sa.tokens.push_back(testing::argmax(second[0]));
+  sb.tokens.push_back(testing::argmax(first[1]));
+  auto both = h.step({{&sb, 1}, {&sa, 1}});
+  EXPECT_LE(rel_diff(both[1], prefill_logits(sa.tokens, 0)), kTol);
+  EXPECT_LE(rel_diff(both[0], prefill_logits(sb.tokens, 0)), kTol);
+}
+
+TEST_P(ModelConsistency, UnfusedPreambleMatchesFused) {
+  const auto ids = random_prompt(40, model_->vocab_size(), 5);
+  vt::Stream s;
+  auto unfused = load_model(fixture(GetParam()), s, ModelOptions{.fuse_attn_preamble = false});
+  Harness h(*unfused, s);
+  Sequence seq(ids);
+  EXPECT_LE(rel_diff(h.prefill(seq), prefill_logits(ids, 0)), 1e-6);
+}
+
+TEST_P(ModelConsistency, EqualMropeRowsMatchOneDimPositions) {
+  const auto ids = random_prompt(40, model_->vocab_size(), 6);
+  Harness h(*model_, s_);
+  Sequence seq(ids, 3);
+  if (model_->config().text.rope.mrope_section.empty()) {  // Qwen3: no MRoPE, refused
+    EXPECT_THROW(h.prefill(seq), Error);
+    return;
+  }
+  EXPECT_LE(rel_diff(h.prefill(seq), prefill_logits(ids, 0)), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ModelConsistency,
+                         ::testing::Values("tests/fixtures/qwen3-tiny",
+                                           "tests/fixtures/qwen3_5-tiny-r2",
+                                           "tests/fixtures/qwen3_5-tiny-r3-vl"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           n = n.substr(n.rfind('/') + 1);
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(ModelPreamble, UnfusedPathRefusesMropePositions) {
+  vt::Stream s;
+  auto model = load_model(fixture("tests/fixtures/qwen3_5-tiny-r2"), s,
+                          ModelOptions{.fuse_attn_preamble = false});
+  Harness h(*model, s);
+  Sequence seq({1, 2, 3, 4, 5}, 3);
+  try {
+    h.prefill(seq);
+    FAIL() << "the unfused preamble applied 1-D rotary to MRoPE positions";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MRoPE"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vtllm::models
