@@ -14,5 +14,6 @@ struct Command {
 int cmd_selfcheck(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
+int cmd_template(int argc, char** argv);
 
 }  // namespace vtllm::cli

@@ -20,6 +20,8 @@ constexpr Command kCommands[] = {
      vtllm::cli::cmd_tokenize},
     {"inspect", "architecture, layer pattern, exact parameter count and weight bytes of a model",
      vtllm::cli::cmd_inspect},
+    {"template", "a chat request (JSON) on stdin to the prompt the model's chat template renders",
+     vtllm::cli::cmd_template},
 };
 
 void print_help() {
