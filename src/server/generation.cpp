@@ -1,0 +1,189 @@
+#include "server/generation.h"
+
+#include <utility>
+
+#include "server/api_error.h"
+
+namespace vtllm::server {
+
+namespace {
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+const char* finish_name(engine::FinishReason r) {
+  switch (r) {
+    case engine::FinishReason::kStop:
+      return "stop";
+    case engine::FinishReason::kLength:
+      return "length";
+    case engine::FinishReason::kAbort:
+      return "abort";
+    case engine::FinishReason::kNone:
+      break;
+  }
+  return "";
+}
+
+}  // namespace
+
+Generation::Generation(engine::AsyncEngine& engine, const text::Tokenizer& tokenizer,
+                       ServerMetrics& metrics, GenerationSpec spec, std::shared_ptr<void> guard)
+    : engine_(engine),
+      tokenizer_(tokenizer),
+      metrics_(metrics),
+      spec_(std::move(spec)),
+      guard_(std::move(guard)),
+      arrival_(std::chrono::steady_clock::now()),
+      stream_done_(spec_.prompts.size(), false),
+      cached_tokens_(spec_.prompts.size(), 0),
+      choices_(spec_.prompts.size() * size_t(spec_.params.n)) {
+  for (size_t p = 0; p < spec_.prompts.size(); ++p) {
+    std::string id = spec_.prompts.size() == 1 ? spec_.header.id : str_cat(spec_.header.id, "-", p);
+    const int64_t prompt_len = int64_t(spec_.prompts[p].size());
+    try {
+      streams_.push_back(engine_.add_request(id, spec_.prompts[p], spec_.params));
+    } catch (...) {
+      for (const std::string& done : engine_ids_) engine_.abort(done);
+      throw;
+    }
+    engine_ids_.push_back(std::move(id));
+    metrics_.prompt_tokens.inc(double(prompt_len));
+  }
+}
+
+Generation::~Generation() {
+  for (size_t p = 0; p < streams_.size(); ++p) {
+    if (!stream_done_[p]) engine_.abort(engine_ids_[p]);
+  }
+}
+
+std::string Generation::token_text(int32_t id) const {
+  const int32_t one[1] = {id};
+  return tokenizer_.decode(one, false);
+}
+
+Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
+  const int n = spec_.params.n;
+  VT_CHECK(o.index >= 0 && o.index < n, "generation '", spec_.header.id, "': output index ",
+           o.index, " outside n = ", n);
+  ChoiceState& s = choices_[p * size_t(n) + size_t(o.index)];
+  const auto now = std::chrono::steady_clock::now();
+  Choice delta;
+  delta.index = int(p) * n + o.index;
+  delta.has_logprobs = spec_.params.logprobs.has_value();
+  delta.text_offset = s.text_sent;
+  if (!s.started) {
+    s.started = true;
+    if (p < spec_.echo.size()) delta.text = spec_.echo[p];
+    if (o.num_cached_tokens > 0) cached_tokens_[p] = o.num_cached_tokens;
+  }
+  const int64_t k = int64_t(o.new_token_ids.size());
+  if (k > 0) {
+    if (s.num_tokens == 0) {
+      metrics_.time_to_first_token.observe(seconds(now - arrival_));
+    } else {
+      metrics_.inter_token_latency.observe(seconds(now - s.last_token) / double(k));
+    }
+    s.last_token = now;
+    s.num_tokens += k;
+    completion_tokens_ += k;
+    metrics_.generation_tokens.inc(double(k));
+  }
+  delta.text += o.new_text;
+  for (const engine::SampleResult& r : o.logprobs) {
+    TokenLogprob t{token_text(r.token), r.logprob, {}};
+    for (const engine::TokenLogprob& alt : r.top_logprobs) {
+      t.top.push_back(TopLogprob{token_text(alt.token), alt.logprob});
+    }
+    delta.logprobs.push_back(std::move(t));
+  }
+  if (o.finished) {
+    delta.finish_reason = finish_name(o.finish_reason);
+    metrics_.e2e_request_latency.observe(seconds(now - arrival_));
+    switch (o.finish_reason) {
+      case engine::FinishReason::kStop:
+        metrics_.finished_stop.inc();
+        break;
+      case engine::FinishReason::kLength:
+        metrics_.finished_length.inc();
+        break;
+      default:
+        metrics_.finished_abort.inc();
+        break;
+    }
+  }
+  s.text += delta.text;
+  s.text_sent += delta.text.size();
+  s.logprobs.insert(s.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+  if (!delta.finish_reason.empty()) s.finish_reason = delta.finish_reason;
+  return delta;
+}
+
+Usage Generation::usage() const {
+  Usage u;
+  for (size_t p = 0; p < spec_.prompts.size(); ++p) {
+    u.prompt_tokens += int64_t(spec_.prompts[p].size());
+    u.cached_tokens += cached_tokens_[p];
+  }
+  u.completion_tokens = completion_tokens_;
+  return u;
+}
+
+bool Generation::next_frames(std::string& out) {
+  if (finished_) return false;
+  const bool with_usage = spec_.include_usage;
+  if (spec_.chat && !roles_sent_) {
+    roles_sent_ = true;
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      out += sse_event(chat_role_chunk(spec_.header, int(i), with_usage));
+    }
+    return true;
+  }
+  while (current_ < streams_.size()) {
+    std::optional<engine::EngineOutput> o = streams_[current_]->next();
+    if (!o) {
+      stream_done_[current_] = true;
+      if (std::optional<std::string> err = streams_[current_]->error()) {
+        out += sse_event(error_body(ApiError::internal(*err)));
+        current_ = streams_.size();
+        break;
+      }
+      ++current_;
+      continue;
+    }
+    const Choice delta = absorb(current_, *o);
+    if (delta.text.empty() && delta.finish_reason.empty() && delta.logprobs.empty()) continue;
+    out += sse_event(spec_.chat ? chat_chunk(spec_.header, delta, with_usage)
+                                : completion_chunk(spec_.header, delta, with_usage));
+    return true;
+  }
+  if (with_usage) out += sse_event(usage_chunk(spec_.header, spec_.chat, usage()));
+  out += kSseDone;
+  finished_ = true;
+  return false;
+}
+
+std::string Generation::run_to_end() {
+  for (size_t p = 0; p < streams_.size(); ++p) {
+    while (std::optional<engine::EngineOutput> o = streams_[p]->next()) absorb(p, *o);
+    stream_done_[p] = true;
+    if (std::optional<std::string> err = streams_[p]->error()) throw ApiError::internal(*err);
+  }
+  std::vector<Choice> choices;
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Choice c;
+    c.index = int(i);
+    c.text = choices_[i].text;
+    c.finish_reason = choices_[i].finish_reason;
+    c.has_logprobs = spec_.params.logprobs.has_value();
+    c.logprobs = choices_[i].logprobs;
+    choices.push_back(std::move(c));
+  }
+  finished_ = true;
+  return spec_.chat ? chat_completion_response(spec_.header, choices, usage())
+                    : completion_response(spec_.header, choices, usage());
+}
+
+}  // namespace vtllm::server

@@ -1,0 +1,85 @@
+// Generation: one /v1/completions or /v1/chat/completions request while the
+// engine runs it: its engine requests (one per prompt, each with n samples),
+// the choices they build (choice index = prompt * n + sample), the metrics they
+// feed, and the response, whole or as server-sent events.
+//
+// Destroying a Generation before it finished (the client went away) aborts its
+// engine requests; the engine frees their blocks at its next step. One thread
+// uses a Generation at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/async_engine.h"
+#include "server/metrics.h"
+#include "server/response.h"
+#include "text/tokenizer.h"
+
+namespace vtllm::server {
+
+struct GenerationSpec {
+  bool chat = false;
+  ResponseHeader header;
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> echo;  // completions' echo: text put before each prompt's choices
+  engine::SamplingParams params;  // n and max_tokens resolved
+  bool stream = false;
+  bool include_usage = false;
+};
+
+class Generation {
+ public:
+  // Submits every prompt. Throws vtllm::Error when the engine refuses one (the
+  // ones already submitted are aborted). `guard` is released on destruction
+  // (the server counts requests in flight with it).
+  Generation(engine::AsyncEngine& engine, const text::Tokenizer& tokenizer, ServerMetrics& metrics,
+             GenerationSpec spec, std::shared_ptr<void> guard = nullptr);
+  ~Generation();
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  // Streaming: blocks until the engine produced more, appends the SSE frames to
+  // `out`; returns false once the last frames ("data: [DONE]") were appended.
+  bool next_frames(std::string& out);
+  // Whole response: waits for every choice to finish and returns the JSON body.
+  // Throws ApiError 500 when the engine failed the request.
+  std::string run_to_end();
+
+ private:
+  struct ChoiceState {
+    std::string text;
+    std::vector<TokenLogprob> logprobs;
+    std::string finish_reason;
+    size_t text_sent = 0;  // bytes streamed so far (completions' text_offset)
+    int64_t num_tokens = 0;
+    std::chrono::steady_clock::time_point last_token;
+    bool started = false;
+  };
+
+  // Folds one engine output of prompt p into its choice; returns the delta.
+  Choice absorb(size_t p, const engine::EngineOutput& o);
+  std::string token_text(int32_t id) const;
+  Usage usage() const;
+
+  engine::AsyncEngine& engine_;
+  const text::Tokenizer& tokenizer_;
+  ServerMetrics& metrics_;
+  GenerationSpec spec_;
+  std::shared_ptr<void> guard_;
+  std::chrono::steady_clock::time_point arrival_;
+  std::vector<std::string> engine_ids_;
+  std::vector<std::shared_ptr<engine::RequestStream>> streams_;
+  std::vector<bool> stream_done_;
+  std::vector<int64_t> cached_tokens_;
+  std::vector<ChoiceState> choices_;
+  size_t current_ = 0;  // the prompt being streamed
+  bool roles_sent_ = false;
+  bool finished_ = false;
+  int64_t completion_tokens_ = 0;
+};
+
+}  // namespace vtllm::server

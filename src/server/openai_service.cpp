@@ -1,0 +1,254 @@
+#include "server/openai_service.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <utility>
+
+#include "base/version.h"
+#include "server/json_body.h"
+#include "server/protocol.h"
+#include "server/response.h"
+
+namespace vtllm::server {
+
+using nlohmann::json;
+
+namespace {
+
+HttpReply json_reply(const json& j) {
+  return HttpReply{200, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+
+uint64_t random_u64() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+HttpReply error_reply(const ApiError& e) {
+  return HttpReply{e.status(), "application/json", error_body(e)};
+}
+
+OpenAiService::OpenAiService(ServiceConfig config, engine::AsyncEngine& engine,
+                             const text::Tokenizer& tokenizer, ChatRenderer chat)
+    : config_(std::move(config)),
+      engine_(engine),
+      tokenizer_(tokenizer),
+      chat_(std::move(chat)),
+      metrics_(config_.model_name),
+      next_id_(random_u64()),
+      created_base_(int64_t(std::time(nullptr))) {}
+
+HttpReply OpenAiService::models() const {
+  const json model = {{"id", config_.model_name},
+                      {"object", "model"},
+                      {"created", created_base_},
+                      {"owned_by", "vtllm"},
+                      {"root", config_.model_root},
+                      {"parent", nullptr},
+                      {"max_model_len", config_.max_model_len}};
+  return json_reply({{"object", "list"}, {"data", json::array({model})}});
+}
+
+HttpReply OpenAiService::health() const {
+  if (shutting_down_)
+    return error_reply(ApiError::unavailable("server is shutting down", "shutting_down"));
+  return HttpReply{200, "application/json", ""};
+}
+
+HttpReply OpenAiService::version() const { return json_reply({{"version", vtllm::version()}}); }
+
+HttpReply OpenAiService::metrics() const {
+  return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
+                   metrics_.render(engine_.stats())};
+}
+
+HttpReply OpenAiService::tokenize(std::string_view body) const {
+  try {
+    const json j = parse_json_object(body);
+    const JsonFields f(j);
+    std::vector<int32_t> ids;
+    if (f.find("messages")) {
+      ids = render_chat(parse_chat_completion_request(body));
+    } else {
+      const std::optional<std::string> prompt = f.get_string("prompt");
+      if (!prompt)
+        throw ApiError::bad_request("prompt", "'prompt' or 'messages' is required",
+                                    "missing_field");
+      ids = tokenizer_.encode(*prompt, f.get_bool("add_special_tokens").value_or(true));
+    }
+    return json_reply({{"count", ids.size()},
+                       {"max_model_len", config_.max_model_len},
+                       {"tokens", ids},
+                       {"token_strs", nullptr}});
+  } catch (const ApiError& e) {
+    return error_reply(e);
+  }
+}
+
+HttpReply OpenAiService::detokenize(std::string_view body) const {
+  try {
+    const json j = parse_json_object(body);
+    const json* tokens = JsonFields(j).find("tokens");
+    if (!tokens) throw ApiError::bad_request("tokens", "'tokens' is required", "missing_field");
+    if (!tokens->is_array()) {
+      throw ApiError::bad_request("tokens", "'tokens' must be an array of token ids",
+                                  "invalid_type");
+    }
+    std::vector<int32_t> ids;
+    for (const json& t : *tokens) {
+      ids.push_back(int32_t(json_to_int(t, "tokens", 0, int64_t(tokenizer_.id_end()) - 1)));
+    }
+    return json_reply({{"prompt", tokenizer_.decode(ids, false)}});
+  } catch (const ApiError& e) {
+    return error_reply(e);
+  }
+}
+
+OpenAiService::Started OpenAiService::completions(std::string_view body) {
+  return generate(false, body);
+}
+
+OpenAiService::Started OpenAiService::chat_completions(std::string_view body) {
+  return generate(true, body);
+}
+
+void OpenAiService::admit(const std::string& model) const {
+  if (!model.empty() && model != config_.model_name) {
+    throw ApiError::not_found(
+        str_cat("the model '", model, "' does not exist (this server serves '", config_.model_name,
+                "')"),
+        "model_not_found");
+  }
+  if (shutting_down_) throw ApiError::unavailable("server is shutting down", "shutting_down");
+}
+
+int64_t OpenAiService::resolve_max_tokens(bool chat, const std::optional<int64_t>& requested,
+                                          int64_t prompt_len, const char* prompt_param) const {
+  const int64_t limit = config_.max_model_len;
+  if (prompt_len >= limit) {
+    throw ApiError::bad_request(
+        prompt_param,
+        str_cat("this model's maximum context length is ", limit, " tokens, but the prompt has ",
+                prompt_len, " tokens; reduce the length of the ", chat ? "messages" : "prompt"),
+        "context_length_exceeded");
+  }
+  if (!requested) return chat ? limit - prompt_len : std::min<int64_t>(16, limit - prompt_len);
+  if (*requested > limit - prompt_len) {
+    throw ApiError::bad_request(
+        chat ? "max_completion_tokens" : "max_tokens",
+        str_cat("this model's maximum context length is ", limit, " tokens, but ",
+                prompt_len + *requested, " were requested (", prompt_len, " in the prompt, ",
+                *requested, " in the completion)"),
+        "context_length_exceeded");
+  }
+  return *requested;
+}
+
+std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r) const {
+  if (!chat_) {
+    throw ApiError::bad_request("messages", "the model has no chat template (pass --chat-template)",
+                                "no_chat_template");
+  }
+  json messages = json::array();
+  for (const ChatMessage& m : r.messages) {
+    json jm = {{"role", m.role}, {"content", m.content}};
+    if (!m.name.empty()) jm["name"] = m.name;
+    messages.push_back(std::move(jm));
+  }
+  const json req = {{"messages", std::move(messages)},
+                    {"add_generation_prompt", r.add_generation_prompt}};
+  std::string text;
+  try {
+    text = chat_(req.dump());
+  } catch (const vtllm::Error& e) {
+    throw ApiError::bad_request("messages", str_cat("chat template: ", e.what()),
+                                "chat_template_error");
+  }
+  if (r.continue_final_message) {
+    // The reply continues the last message: cut what the template put after its text.
+    const std::string& last = r.messages.back().content;
+    const size_t at = last.empty() ? std::string::npos : text.rfind(last);
+    if (at != std::string::npos) text.resize(at + last.size());
+  }
+  // The template already wrote the special tokens (vLLM: add_special_tokens=false for chat).
+  return tokenizer_.encode(text, /*add_special_tokens=*/false);
+}
+
+OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body) {
+  try {
+    GenerationSpec spec;
+    spec.chat = chat;
+    GenerationRequest gen;
+    std::optional<CompletionRequest> comp;
+    std::optional<ChatCompletionRequest> chat_req;
+    const char* prompt_param = chat ? "messages" : "prompt";
+    if (chat) {
+      chat_req = parse_chat_completion_request(body);
+      gen = chat_req->gen;
+    } else {
+      comp = parse_completion_request(body);
+      gen = comp->gen;
+    }
+    admit(gen.model);
+    // Count this request before the costly tokenization, so overload is seen early.
+    in_flight_->fetch_add(1);
+    std::shared_ptr<void> guard(nullptr, [c = in_flight_](void*) { c->fetch_sub(1); });
+    if (in_flight_->load() > config_.max_pending_requests) {
+      throw ApiError::unavailable(str_cat("server is overloaded: ", config_.max_pending_requests,
+                                          " requests are in flight; retry later"),
+                                  "overloaded");
+    }
+    if (chat) {
+      spec.prompts.push_back(render_chat(*chat_req));
+    } else {
+      for (const Prompt& p : comp->prompts) {
+        std::vector<int32_t> ids = p.text ? tokenizer_.encode(*p.text, true) : p.token_ids;
+        for (int32_t id : ids) {
+          if (size_t(id) >= tokenizer_.id_end()) {
+            throw ApiError::bad_request(
+                "prompt", str_cat("'prompt' token id ", id, " is outside the vocabulary [0, ",
+                                  tokenizer_.id_end(), ")"));
+          }
+        }
+        if (comp->echo) spec.echo.push_back(p.text ? *p.text : tokenizer_.decode(ids, false));
+        spec.prompts.push_back(std::move(ids));
+      }
+    }
+    int64_t longest = 0;
+    for (const auto& p : spec.prompts) {
+      if (p.empty())
+        throw ApiError::bad_request(prompt_param, str_cat("'", prompt_param, "' is empty"));
+      longest = std::max<int64_t>(longest, int64_t(p.size()));
+    }
+    const int64_t max_tokens = resolve_max_tokens(chat, gen.max_tokens, longest, prompt_param);
+    spec.params = to_sampling_params(gen, max_tokens);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  static_cast<unsigned long long>(next_id_.fetch_add(1)));
+    spec.header = ResponseHeader{str_cat(chat ? "chatcmpl-" : "cmpl-", hex),
+                                 int64_t(std::time(nullptr)), config_.model_name};
+    spec.stream = gen.stream;
+    spec.include_usage = gen.stream_options.include_usage;
+    std::unique_ptr<Generation> g;
+    try {
+      g = std::make_unique<Generation>(engine_, tokenizer_, metrics_, std::move(spec),
+                                       std::move(guard));
+    } catch (const ApiError&) {
+      throw;
+    } catch (const vtllm::Error& e) {
+      // The engine refused the params or prompt: the client's fault.
+      throw ApiError::bad_request("", e.what());
+    }
+    if (gen.stream) return Started{HttpReply{200, "text/event-stream", ""}, std::move(g)};
+    return Started{HttpReply{200, "application/json", g->run_to_end()}, nullptr};
+  } catch (const ApiError& e) {
+    return Started{error_reply(e), nullptr};
+  }
+}
+
+}  // namespace vtllm::server

@@ -1,0 +1,92 @@
+// OpenAiService: what each OpenAI route does, apart from HTTP itself. It turns
+// a request body into a reply (or a streaming Generation), with every failure
+// as an OpenAI error object; http_server.cpp only moves bytes.
+//
+// Thread-safe: every method may be called from many server threads at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/async_engine.h"
+#include "server/api_error.h"
+#include "server/generation.h"
+#include "server/metrics.h"
+#include "server/protocol.h"
+#include "text/tokenizer.h"
+
+namespace vtllm::server {
+
+struct ServiceConfig {
+  std::string model_name;  // the served name; requests may name it or leave model out
+  std::string model_root;  // the model directory, shown as "root" in /v1/models
+  int64_t max_model_len = 4096;
+  // Generation requests in flight (streaming or not) beyond which new ones get 503.
+  int max_pending_requests = 1024;
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// Renders {"messages": [...], "add_generation_prompt": bool} (JSON) into the prompt text.
+using ChatRenderer = std::function<std::string(const std::string& request_json)>;
+
+class OpenAiService {
+ public:
+  // `engine` and `tokenizer` must outlive the service. An empty `chat` makes
+  // chat requests a 400 (the model has no chat template).
+  OpenAiService(ServiceConfig config, engine::AsyncEngine& engine, const text::Tokenizer& tokenizer,
+                ChatRenderer chat);
+
+  HttpReply models() const;
+  HttpReply health() const;
+  HttpReply version() const;
+  HttpReply metrics() const;
+  HttpReply tokenize(std::string_view body) const;
+  HttpReply detokenize(std::string_view body) const;
+
+  // A generation route's answer: a whole reply, or (`stream` set) a started
+  // Generation whose SSE frames the caller sends.
+  struct Started {
+    HttpReply reply;
+    std::unique_ptr<Generation> stream;
+  };
+  Started completions(std::string_view body);
+  Started chat_completions(std::string_view body);
+
+  // From now on generation requests get 503; those in flight continue.
+  void begin_shutdown() { shutting_down_ = true; }
+  // Generation requests in flight (their Generation objects alive).
+  int in_flight() const { return in_flight_->load(); }
+  const ServiceConfig& config() const { return config_; }
+
+ private:
+  Started generate(bool chat, std::string_view body);
+  void admit(const std::string& model) const;
+  int64_t resolve_max_tokens(bool chat, const std::optional<int64_t>& requested, int64_t prompt_len,
+                             const char* prompt_param) const;
+  std::vector<int32_t> render_chat(const ChatCompletionRequest& r) const;
+
+  ServiceConfig config_;
+  engine::AsyncEngine& engine_;
+  const text::Tokenizer& tokenizer_;
+  ChatRenderer chat_;
+  mutable ServerMetrics metrics_;
+  std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<uint64_t> next_id_{0};
+  int64_t created_base_;
+};
+
+// The reply for a failure.
+HttpReply error_reply(const ApiError& e);
+
+}  // namespace vtllm::server

@@ -1,0 +1,321 @@
+#include "server/protocol.h"
+
+#include <cmath>
+#include <limits>
+
+#include "server/json_body.h"
+
+namespace vtllm::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+
+[[noreturn]] void out_of_range(const char* name, double v, const char* range) {
+  throw ApiError::bad_request(name, str_cat("'", name, "' = ", v, " is out of range ", range));
+}
+
+// A float field checked against [lo, hi] (open ends when lo_open / hi_open).
+std::optional<float> get_float(const JsonFields& f, const char* name, double lo, double hi,
+                               bool lo_open, const char* range) {
+  std::optional<double> v = f.get_number(name);
+  if (!v) return std::nullopt;
+  const double x = *v;
+  if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo)) out_of_range(name, x, range);
+  return float(x);
+}
+
+std::vector<std::string> parse_stop(const JsonFields& f) {
+  const json* v = f.find("stop");
+  if (!v) return {};
+  if (v->is_string()) return {v->get<std::string>()};
+  if (!v->is_array()) {
+    throw ApiError::bad_request(
+        "stop", str_cat("'stop' must be a string or an array of strings, got ", json_type_name(*v)),
+        "invalid_type");
+  }
+  std::vector<std::string> out;
+  for (const json& s : *v) {
+    if (!s.is_string()) {
+      throw ApiError::bad_request("stop", "'stop' must hold only strings", "invalid_type");
+    }
+    if (!s.get_ref<const std::string&>().empty()) out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const JsonFields& f) {
+  const json* v = f.find("logit_bias");
+  if (!v) return {};
+  if (!v->is_object()) {
+    throw ApiError::bad_request("logit_bias",
+                                str_cat("'logit_bias' must be an object, got ", json_type_name(*v)),
+                                "invalid_type");
+  }
+  std::vector<std::pair<int32_t, float>> out;
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    // Keys are token ids written as decimal strings.
+    const std::string& key = it.key();
+    int64_t id = -1;
+    bool ok = !key.empty() && key.size() <= 10;
+    for (char c : key) ok = ok && c >= '0' && c <= '9';
+    if (ok) id = std::stoll(key);
+    if (!ok || id > kI32Max) {
+      throw ApiError::bad_request(
+          "logit_bias", str_cat("'logit_bias' key '", key, "' is not a token id"), "invalid_value");
+    }
+    if (!it.value().is_number()) {
+      throw ApiError::bad_request("logit_bias", "'logit_bias' values must be numbers",
+                                  "invalid_type");
+    }
+    const double b = it.value().get<double>();
+    if (!std::isfinite(b) || b < -100 || b > 100) out_of_range("logit_bias", b, "[-100, 100]");
+    out.emplace_back(int32_t(id), float(b));
+  }
+  return out;
+}
+
+std::vector<int32_t> parse_token_ids(const json& v, const std::string& param) {
+  if (!v.is_array()) {
+    throw ApiError::bad_request(
+        param, str_cat("'", param, "' must be an array of token ids, got ", json_type_name(v)),
+        "invalid_type");
+  }
+  std::vector<int32_t> ids;
+  ids.reserve(v.size());
+  for (const json& t : v) ids.push_back(int32_t(json_to_int(t, param, 0, kI32Max)));
+  return ids;
+}
+
+void reject_if_present(const JsonFields& f, const char* name, const char* why) {
+  if (f.find(name)) throw ApiError::bad_request(name, str_cat("'", name, "' ", why), "unsupported");
+}
+
+GenerationRequest parse_common(const JsonFields& f) {
+  GenerationRequest g;
+  if (auto v = f.get_string("model")) g.model = *v;
+  if (auto v = f.get_int("n", 1, kMaxN)) g.n = int(*v);
+  if (auto v = f.get_int("max_tokens", 1, kI64Max)) g.max_tokens = *v;
+  if (auto v = get_float(f, "temperature", 0, 1e6, false, "[0, inf)")) g.temperature = *v;
+  if (auto v = get_float(f, "top_p", 0, 1, true, "(0, 1]")) g.top_p = *v;
+  if (auto v = f.get_int("top_k", -1, kI32Max)) g.top_k = int(*v);
+  if (auto v = get_float(f, "min_p", 0, 1, false, "[0, 1]")) g.min_p = *v;
+  if (auto v = get_float(f, "presence_penalty", -2, 2, false, "[-2, 2]")) g.presence_penalty = *v;
+  if (auto v = get_float(f, "frequency_penalty", -2, 2, false, "[-2, 2]")) g.frequency_penalty = *v;
+  if (auto v = get_float(f, "repetition_penalty", 0, 1e6, true, "(0, inf)")) {
+    g.repetition_penalty = *v;
+  }
+  g.logit_bias = parse_logit_bias(f);
+  if (auto v = f.get_int("seed", kI64Min, kI64Max)) g.seed = *v;
+  g.stop = parse_stop(f);
+  if (const json* v = f.find("stop_token_ids"))
+    g.stop_token_ids = parse_token_ids(*v, "stop_token_ids");
+  if (auto v = f.get_bool("ignore_eos")) g.ignore_eos = *v;
+  if (auto v = f.get_int("min_tokens", 0, kI64Max)) g.min_tokens = *v;
+  if (auto v = f.get_bool("include_stop_str_in_output")) g.include_stop_str_in_output = *v;
+  if (auto v = f.get_bool("skip_special_tokens")) g.skip_special_tokens = *v;
+  if (auto v = f.get_bool("stream")) g.stream = *v;
+  if (const json* v = f.find("stream_options")) {
+    if (!v->is_object()) {
+      throw ApiError::bad_request("stream_options", "'stream_options' must be an object",
+                                  "invalid_type");
+    }
+    if (!g.stream) {
+      throw ApiError::bad_request("stream_options",
+                                  "'stream_options' is only allowed when 'stream' is true");
+    }
+    if (auto u = JsonFields(*v).get_bool("include_usage")) g.stream_options.include_usage = *u;
+  }
+  if (auto v = f.get_string("user")) g.user = *v;
+  if (g.max_tokens && g.min_tokens > *g.max_tokens) {
+    throw ApiError::bad_request("min_tokens", str_cat("'min_tokens' = ", g.min_tokens,
+                                                      " is above 'max_tokens' = ", *g.max_tokens));
+  }
+  reject_if_present(f, "suffix", "is not supported");
+  if (auto b = f.get_int("best_of", 1, kMaxN); b && *b != g.n) {
+    throw ApiError::bad_request("best_of", "'best_of' other than 'n' is not supported",
+                                "unsupported");
+  }
+  return g;
+}
+
+std::vector<Prompt> parse_prompts(const json* v) {
+  if (!v) throw ApiError::bad_request("prompt", "'prompt' is required", "missing_field");
+  if (v->is_string()) return {Prompt{v->get<std::string>(), {}}};
+  if (!v->is_array() || v->empty()) {
+    throw ApiError::bad_request(
+        "prompt", "'prompt' must be a string, an array of strings, or token ids", "invalid_type");
+  }
+  const json& first = v->front();
+  if (first.is_number()) return {Prompt{std::nullopt, parse_token_ids(*v, "prompt")}};
+  std::vector<Prompt> out;
+  for (const json& p : *v) {
+    if (first.is_string() && p.is_string()) {
+      out.push_back(Prompt{p.get<std::string>(), {}});
+    } else if (first.is_array() && p.is_array()) {
+      out.push_back(Prompt{std::nullopt, parse_token_ids(p, "prompt")});
+    } else {
+      throw ApiError::bad_request(
+          "prompt", "'prompt' must be a string, an array of strings, or token ids", "invalid_type");
+    }
+  }
+  for (const Prompt& p : out) {
+    if (!p.text && p.token_ids.empty()) {
+      throw ApiError::bad_request("prompt", "'prompt' holds an empty list of token ids");
+    }
+  }
+  return out;
+}
+
+std::string message_content(const json& content, size_t i) {
+  const std::string param = str_cat("messages[", i, "].content");
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) {
+    throw ApiError::bad_request(param,
+                                str_cat("'", param, "' must be a string or an array of parts, got ",
+                                        json_type_name(content)),
+                                "invalid_type");
+  }
+  std::string text;
+  bool first = true;
+  for (const json& part : content) {
+    if (!part.is_object()) {
+      throw ApiError::bad_request(param, str_cat("'", param, "' parts must be objects"),
+                                  "invalid_type");
+    }
+    const JsonFields pf(part);
+    const std::optional<std::string> type = pf.get_string("type");
+    if (type != "text") {
+      throw ApiError::bad_request(
+          param, str_cat("'", param, "' part type '", type.value_or(""), "' is not supported"),
+          "unsupported");
+    }
+    const std::optional<std::string> t = pf.get_string("text");
+    if (!t) throw ApiError::bad_request(param, str_cat("'", param, "' text part has no 'text'"));
+    if (!first) text += "\n";
+    text += *t;
+    first = false;
+  }
+  return text;
+}
+
+std::vector<ChatMessage> parse_messages(const JsonFields& f) {
+  const json* v = f.find("messages");
+  if (!v) throw ApiError::bad_request("messages", "'messages' is required", "missing_field");
+  if (!v->is_array()) {
+    throw ApiError::bad_request("messages",
+                                str_cat("'messages' must be an array, got ", json_type_name(*v)),
+                                "invalid_type");
+  }
+  if (v->empty()) throw ApiError::bad_request("messages", "'messages' must not be empty");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    const std::string param = str_cat("messages[", i, "]");
+    if (!m.is_object()) {
+      throw ApiError::bad_request(param, str_cat("'", param, "' must be an object"),
+                                  "invalid_type");
+    }
+    const JsonFields mf(m);
+    ChatMessage msg;
+    const std::optional<std::string> role = mf.get_string("role");
+    if (!role || role->empty()) {
+      throw ApiError::bad_request(param + ".role", str_cat("'", param, ".role' is required"),
+                                  "missing_field");
+    }
+    static const char* const kRoles[] = {"system", "user", "assistant", "tool", "developer"};
+    bool known = false;
+    for (const char* r : kRoles) known = known || *role == r;
+    if (!known) {
+      throw ApiError::bad_request(
+          param + ".role", str_cat("'", param, ".role' = '", *role, "' is not a known role"));
+    }
+    msg.role = *role;
+    if (const json* c = mf.find("content")) msg.content = message_content(*c, i);
+    if (auto n = mf.get_string("name")) msg.name = *n;
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body) {
+  const json j = parse_json_object(body);
+  const JsonFields f(j);
+  CompletionRequest r;
+  r.gen = parse_common(f);
+  r.prompts = parse_prompts(f.find("prompt"));
+  if (auto v = f.get_int("logprobs", 0, kMaxLogprobs)) r.gen.logprobs = int(*v);
+  if (auto v = f.get_bool("echo")) r.echo = *v;
+  if (r.echo && r.gen.logprobs) {
+    throw ApiError::bad_request("echo", "'echo' with 'logprobs' (prompt logprobs) is not supported",
+                                "unsupported");
+  }
+  if (size_t(r.gen.n) * r.prompts.size() > size_t(kMaxN)) {
+    throw ApiError::bad_request("n", str_cat("'n' times the number of prompts is above ", kMaxN));
+  }
+  return r;
+}
+
+ChatCompletionRequest parse_chat_completion_request(std::string_view body) {
+  const json j = parse_json_object(body);
+  const JsonFields f(j);
+  ChatCompletionRequest r;
+  r.gen = parse_common(f);
+  if (auto v = f.get_int("max_completion_tokens", 1, kI64Max)) r.gen.max_tokens = *v;
+  r.messages = parse_messages(f);
+  const bool logprobs = f.get_bool("logprobs").value_or(false);
+  const std::optional<int64_t> top = f.get_int("top_logprobs", 0, kMaxLogprobs);
+  if (top && !logprobs) {
+    throw ApiError::bad_request("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+  }
+  if (logprobs) r.gen.logprobs = int(top.value_or(0));
+  if (auto v = f.get_bool("add_generation_prompt")) r.add_generation_prompt = *v;
+  if (auto v = f.get_bool("continue_final_message")) r.continue_final_message = *v;
+  if (r.continue_final_message && r.add_generation_prompt) {
+    throw ApiError::bad_request(
+        "continue_final_message",
+        "'continue_final_message' and 'add_generation_prompt' are exclusive");
+  }
+  if (const json* t = f.find("tools"); t && !(t->is_array() && t->empty())) {
+    throw ApiError::bad_request("tools", "'tools' (tool calling) is not supported", "unsupported");
+  }
+  if (const json* rf = f.find("response_format")) {
+    const bool text = rf->is_object() && rf->value("type", json()) == "text";
+    if (!text) {
+      throw ApiError::bad_request("response_format",
+                                  "only 'response_format' {\"type\": \"text\"} is supported",
+                                  "unsupported");
+    }
+  }
+  return r;
+}
+
+engine::SamplingParams to_sampling_params(const GenerationRequest& g, int64_t max_tokens) {
+  engine::SamplingParams p;
+  p.n = g.n;
+  p.temperature = g.temperature;
+  p.top_p = g.top_p;
+  p.top_k = g.top_k;
+  p.min_p = g.min_p;
+  p.repetition_penalty = g.repetition_penalty;
+  p.frequency_penalty = g.frequency_penalty;
+  p.presence_penalty = g.presence_penalty;
+  p.logit_bias = g.logit_bias;
+  if (g.seed) p.seed = uint64_t(*g.seed);
+  p.max_tokens = max_tokens;
+  p.min_tokens = g.min_tokens;
+  p.ignore_eos = g.ignore_eos;
+  p.stop_token_ids = g.stop_token_ids;
+  p.stop = g.stop;
+  p.include_stop_str_in_output = g.include_stop_str_in_output;
+  p.logprobs = g.logprobs;
+  return p;
+}
+
+}  // namespace vtllm::server

@@ -1,0 +1,96 @@
+// The OpenAI request bodies of /v1/completions and /v1/chat/completions, parsed
+// and validated into plain structs.
+//
+// Parsing is strict about what it knows and lenient about what it does not, as
+// vLLM is: a known field with the wrong JSON type or an out-of-range value is an
+// ApiError 400 whose param names the field; a field it does not know is ignored
+// (vLLM's request models use pydantic extra="allow" and only log them). JSON
+// null counts as absent for every optional field, as the OpenAI clients send it.
+// A body that is not valid UTF-8 or not a JSON object is a 400 as well.
+//
+// Limits stated here (OpenAI or vLLM where they give one): n in [1, kMaxN],
+// logprobs/top_logprobs in [0, kMaxLogprobs], temperature >= 0, top_p in (0, 1],
+// top_k -1 or >= 0, min_p in [0, 1], presence/frequency penalty in [-2, 2],
+// repetition_penalty > 0, logit_bias values in [-100, 100], max_tokens >= 1.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace vtllm::server {
+
+inline constexpr int kMaxN = 128;
+inline constexpr int kMaxLogprobs = 20;
+
+struct StreamOptions {
+  bool include_usage = false;
+};
+
+// Fields both endpoints share; absent fields keep these (vLLM's) defaults.
+struct GenerationRequest {
+  std::string model;  // empty when absent: the served model
+  int n = 1;
+  std::optional<int64_t> max_tokens;  // max_tokens, or chat's max_completion_tokens
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  float min_p = 0.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  std::optional<int64_t> seed;
+  std::vector<std::string> stop;  // a string or an array of strings
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  int64_t min_tokens = 0;
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
+  bool stream = false;
+  StreamOptions stream_options;  // only allowed with stream = true
+  // Top-N logprobs per output token: completions' `logprobs: N`, chat's
+  // `top_logprobs: N` with `logprobs: true` (N = 0 there when absent).
+  std::optional<int> logprobs;
+  std::string user;
+};
+
+// One prompt of a completion request: text, or token ids.
+struct Prompt {
+  std::optional<std::string> text;
+  std::vector<int32_t> token_ids;  // when text is absent
+};
+
+struct CompletionRequest {
+  GenerationRequest gen;
+  std::vector<Prompt> prompts;  // `prompt`: a string, strings, token ids or lists of them
+  bool echo = false;
+};
+
+struct ChatMessage {
+  std::string role;     // system, user, assistant, tool, developer
+  std::string content;  // a string, or the text parts joined with "\n" (as vLLM does)
+  std::string name;
+};
+
+struct ChatCompletionRequest {
+  GenerationRequest gen;
+  std::vector<ChatMessage> messages;  // never empty
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+};
+
+// Throw ApiError (400) naming the first field at fault.
+CompletionRequest parse_completion_request(std::string_view body);
+ChatCompletionRequest parse_chat_completion_request(std::string_view body);
+
+// The engine's SamplingParams for a request; `max_tokens` is the resolved budget
+// (the request's, or what is left of the context when it gave none).
+engine::SamplingParams to_sampling_params(const GenerationRequest& gen, int64_t max_tokens);
+
+}  // namespace vtllm::server

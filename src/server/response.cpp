@@ -1,0 +1,167 @@
+#include "server/response.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace vtllm::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+double json_logprob(float lp) { return std::isfinite(lp) ? double(lp) : -9999.0; }
+
+json finish(const std::string& reason) { return reason.empty() ? json() : json(reason); }
+
+json usage_json(const Usage& u) {
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.cached_tokens > 0) j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
+  return j;
+}
+
+// The bytes of a token string, as the chat logprobs carry them.
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(int(c));
+  return b;
+}
+
+// Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}.
+json chat_logprobs(const Choice& c) {
+  if (!c.has_logprobs) return json();
+  json content = json::array();
+  for (const TokenLogprob& t : c.logprobs) {
+    json top = json::array();
+    for (const TopLogprob& a : t.top) {
+      top.push_back(
+          {{"token", a.token}, {"logprob", json_logprob(a.logprob)}, {"bytes", bytes_of(a.token)}});
+    }
+    content.push_back({{"token", t.token},
+                       {"logprob", json_logprob(t.logprob)},
+                       {"bytes", bytes_of(t.token)},
+                       {"top_logprobs", std::move(top)}});
+  }
+  return {{"content", std::move(content)}};
+}
+
+// Completions (legacy): parallel arrays; top_logprobs maps token -> logprob and
+// includes the sampled token, as vLLM's do.
+json completion_logprobs(const Choice& c) {
+  if (!c.has_logprobs) return json();
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  size_t offset = c.text_offset;
+  for (const TokenLogprob& t : c.logprobs) {
+    tokens.push_back(t.token);
+    token_logprobs.push_back(json_logprob(t.logprob));
+    json alts = json::object();
+    for (const TopLogprob& a : t.top) alts[a.token] = json_logprob(a.logprob);
+    alts[t.token] = json_logprob(t.logprob);
+    top.push_back(std::move(alts));
+    offsets.push_back(offset);
+    offset += t.token.size();
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(top)},
+          {"text_offset", std::move(offsets)}};
+}
+
+json head(const ResponseHeader& h, const char* object) {
+  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+}
+
+}  // namespace
+
+std::string completion_response(const ResponseHeader& h, const std::vector<Choice>& choices,
+                                const Usage& usage) {
+  json j = head(h, "text_completion");
+  json cs = json::array();
+  for (const Choice& c : choices) {
+    cs.push_back({{"index", c.index},
+                  {"text", c.text},
+                  {"logprobs", completion_logprobs(c)},
+                  {"finish_reason", finish(c.finish_reason)}});
+  }
+  j["choices"] = std::move(cs);
+  j["usage"] = usage_json(usage);
+  return dump(j);
+}
+
+std::string chat_completion_response(const ResponseHeader& h, const std::vector<Choice>& choices,
+                                     const Usage& usage) {
+  json j = head(h, "chat.completion");
+  json cs = json::array();
+  for (const Choice& c : choices) {
+    cs.push_back({{"index", c.index},
+                  {"message", {{"role", "assistant"}, {"content", c.text}}},
+                  {"logprobs", chat_logprobs(c)},
+                  {"finish_reason", finish(c.finish_reason)}});
+  }
+  j["choices"] = std::move(cs);
+  j["usage"] = usage_json(usage);
+  return dump(j);
+}
+
+std::string completion_chunk(const ResponseHeader& h, const Choice& c, bool with_usage) {
+  json j = head(h, "text_completion");
+  j["choices"] = json::array({{{"index", c.index},
+                               {"text", c.text},
+                               {"logprobs", completion_logprobs(c)},
+                               {"finish_reason", finish(c.finish_reason)}}});
+  if (with_usage) j["usage"] = nullptr;
+  return dump(j);
+}
+
+std::string chat_role_chunk(const ResponseHeader& h, int index, bool with_usage) {
+  json j = head(h, "chat.completion.chunk");
+  j["choices"] = json::array({{{"index", index},
+                               {"delta", {{"role", "assistant"}, {"content", ""}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}});
+  if (with_usage) j["usage"] = nullptr;
+  return dump(j);
+}
+
+std::string chat_chunk(const ResponseHeader& h, const Choice& c, bool with_usage) {
+  json j = head(h, "chat.completion.chunk");
+  json delta = json::object();
+  if (!c.text.empty()) delta["content"] = c.text;
+  j["choices"] = json::array({{{"index", c.index},
+                               {"delta", std::move(delta)},
+                               {"logprobs", chat_logprobs(c)},
+                               {"finish_reason", finish(c.finish_reason)}}});
+  if (with_usage) j["usage"] = nullptr;
+  return dump(j);
+}
+
+std::string usage_chunk(const ResponseHeader& h, bool chat, const Usage& usage) {
+  json j = head(h, chat ? "chat.completion.chunk" : "text_completion");
+  j["choices"] = json::array();
+  j["usage"] = usage_json(usage);
+  return dump(j);
+}
+
+std::string sse_event(std::string_view json_text) {
+  std::string s;
+  s.reserve(json_text.size() + 8);
+  s += "data: ";
+  s += json_text;
+  s += "\n\n";
+  return s;
+}
+
+std::string error_body(const ApiError& e) {
+  const json j = {{"error",
+                   {{"message", e.what()},
+                    {"type", e.type()},
+                    {"param", e.param().empty() ? json() : json(e.param())},
+                    {"code", e.code().empty() ? json() : json(e.code())}}}};
+  return dump(j);
+}
+
+}  // namespace vtllm::server
