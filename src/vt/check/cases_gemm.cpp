@@ -69,8 +69,11 @@ void check_gemm(Harness& h) {
 }
 
 void check_embedding(Harness& h) {
-  for (auto [table_dt, ids_dt, out_dt] :
-       {std::tuple{DType::kBF16, DType::kI32, DType::kF32}, std::tuple{DType::kF32, DType::kI64, DType::kBF16}}) {
+  struct Case {
+    DType table_dt, ids_dt, out_dt;
+  };
+  for (const Case& c : {Case{DType::kBF16, DType::kI32, DType::kF32}, Case{DType::kF32, DType::kI64, DType::kBF16}}) {
+    const DType table_dt = c.table_dt, ids_dt = c.ids_dt, out_dt = c.out_dt;
     const int64_t vocab = 37, hidden = 19, tokens = 11;
     std::string cfg = "table " + std::string(dtype_name(table_dt)) + shape_str({vocab, hidden}) + " ids " +
                       dtype_name(ids_dt) + "[11] -> " + dtype_name(out_dt);

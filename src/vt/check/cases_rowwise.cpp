@@ -68,7 +68,8 @@ void check_norms(Harness& h) {
 }
 
 void check_activations(Harness& h) {
-  for (auto [x_dt, out_dt] : {std::pair{DType::kF32, DType::kF32}, std::pair{DType::kBF16, DType::kBF16}}) {
+  for (DType x_dt : {DType::kF32, DType::kBF16}) {
+    const DType out_dt = x_dt;
     const int64_t rows = 5, inter = 37;
     std::string cfg = "x " + std::string(dtype_name(x_dt)) + shape_str({rows, 2 * inter}) + " -> " +
                       dtype_name(out_dt);

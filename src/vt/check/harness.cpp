@@ -58,8 +58,8 @@ std::vector<double> Harness::read(const Tensor& t) {
 double tolerance(DType out) {
   switch (out) {
     case DType::kF32: return 3e-5;             // f32 compute over sums of a few hundred terms
-    case DType::kBF16: return 1.0 / 256 + 3e-5;  // one bf16 rounding: at most 2^-9, doubled
-    case DType::kF16: return 1.0 / 2048 + 3e-5;  // one f16 rounding: at most 2^-11 * 2
+    case DType::kBF16: return 1.0 / 256 + 3e-5;  // one bf16 rounding (8-bit significand): u = 2^-8
+    case DType::kF16: return 1.0 / 2048 + 3e-5;  // one f16 rounding (11-bit significand): u = 2^-11
     default: return 0.0;
   }
 }

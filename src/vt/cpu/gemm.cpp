@@ -7,6 +7,7 @@
 // into a per-task f32 block of kNB rows (on the fly, so weights stay half size in
 // memory; the benchmark compares against weights widened at load). AVX2+FMA is
 // used when the CPU has it (checked at run time), a portable loop otherwise.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -93,6 +94,12 @@ const TileTable& tiles() {
   return table;
 }
 
+// clang 14's __builtin_cpu_supports does not know "f16c": ask cpuid (leaf 1, ecx bit 29).
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+
 __attribute__((target("avx2,f16c"))) void widen_avx2(const void* src, DType dt, int64_t n, float* dst) {
   int64_t i = 0;
   if (dt == DType::kBF16) {
@@ -111,7 +118,7 @@ __attribute__((target("avx2,f16c"))) void widen_avx2(const void* src, DType dt, 
 }
 
 void widen(const void* src, DType dt, int64_t n, float* dst) {
-  static const bool fast = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool fast = __builtin_cpu_supports("avx2") && has_f16c();
   if (fast) {
     widen_avx2(src, dt, n, dst);
   } else {
