@@ -140,7 +140,10 @@ fi
   echo "=== gpu_test summary ($(hostname), $(date -u +%FT%TZ))"
   printf '%-18s %6s %6s %7s  %s\n' "binary" "passed" "failed" "skipped" "result"
   for r in "${rows[@]}"; do echo "$r"; done
-  [ "$build_ok" -eq 1 ] || echo "BUILD FAILED for some targets: see build.log (grep -n 'FAILED:')"
+  if [ "$build_ok" -ne 1 ]; then
+    echo "BUILD FAILED; the failing build steps (details in build.log):"
+    grep '^FAILED: ' "$logs/build.log" | sed 's/^/  /' || true
+  fi
   [ "${#rows[@]}" -gt 0 ] || echo "no test binary was built"
   echo "logs: $logs"
 } | tee "$logs/summary.txt"
