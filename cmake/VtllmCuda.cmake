@@ -8,8 +8,11 @@ if(NOT VTLLM_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     set(CMAKE_CUDA_ARCHITECTURES ${VTLLM_CUDA_ARCHS})
-    # CMake 3.25 does not know nvcc 13's C++20 flag, so it is passed by hand.
+    # CMake 3.25 does not know nvcc 13's C++20 flag, so it is passed by hand, and
+    # the (unknown) flag CMake would derive from CXX_STANDARD is blanked.
     string(APPEND CMAKE_CUDA_FLAGS " -std=c++20 --expt-relaxed-constexpr")
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "")
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(VTLLM_HAVE_CUDA ON)

@@ -19,6 +19,8 @@ packages=(
   libutf8proc-dev libutf8proc2
   # HTTP server (header + Debian's compiled library)
   libcpp-httplib-dev libcpp-httplib0.11
+  # cpp-httplib's pkg-config file requires these (it was built with TLS, zlib, brotli)
+  libssl-dev zlib1g-dev libbrotli-dev libbrotli1
   # pkg-config, for GPU machines that lack it
   pkgconf-bin libpkgconf3
 )
