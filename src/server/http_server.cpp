@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <cstdlib>
 #include <thread>
@@ -13,6 +14,8 @@
 namespace vtllm::server {
 
 namespace {
+
+constexpr int kListenBacklog = 1024;
 
 void send(httplib::Response& res, const HttpReply& r) {
   res.status = r.status;
@@ -49,6 +52,7 @@ struct HttpServer::Impl {
   OpenAiService& service;
   httplib::Server http;
   bool bound = false;
+  int listen_fd = -1;  // seen through the socket-options hook
 
   Impl(HttpServerConfig c, OpenAiService& s) : config(std::move(c)), service(s) { routes(); }
 
@@ -61,6 +65,10 @@ void HttpServer::Impl::routes() {
   http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   http.set_payload_max_length(config.max_body_bytes);
   http.set_keep_alive_timeout(2);
+  http.set_socket_options([this](socket_t fd) {
+    httplib::default_socket_options(fd);
+    listen_fd = fd;
+  });
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     try {
@@ -149,6 +157,12 @@ int HttpServer::bind() {
     port = -1;
   }
   if (port < 0) VT_THROW("http server: cannot listen on ", s.config.host, ":", s.config.port);
+  // Debian's libcpp-httplib listens with a backlog of 5, which drops connections
+  // when many clients connect at once; listen() again raises it.
+  if (s.listen_fd >= 0 && ::listen(s.listen_fd, kListenBacklog) != 0) {
+    VT_THROW("http server: listen(", s.config.host, ":", port, ", backlog ", kListenBacklog,
+             ") failed");
+  }
   s.bound = true;
   return port;
 }

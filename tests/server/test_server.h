@@ -1,0 +1,160 @@
+// A whole server in the test process: the real AsyncEngine driven by a fake
+// model, the bundled tiny model's real tokenizer and chat template, and the
+// HTTP server on a free loopback port.
+//
+// The fake model's greedy continuation is a closed-form rule (next_token), so
+// tests know every output token without running the server.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/async_engine.h"
+#include "server/http_server.h"
+#include "server/openai_service.h"
+#include "server/text_detokenizer.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace vtllm::server::testing {
+
+inline std::string tiny_model_dir() {
+  return std::string(VTLLM_SOURCE_DIR) + "/models/tiny-qwen3.5";
+}
+
+// The ids whose text is printable ASCII: the fake model emits only those, so
+// every output decodes to whole characters, token by token.
+inline const std::vector<int32_t>& ascii_ids(const text::Tokenizer& tok) {
+  static const std::vector<int32_t> ids = [&] {
+    std::vector<int32_t> out;
+    for (int32_t id = 0; id < 4096; ++id) {
+      const int32_t one[1] = {id};
+      const std::string t = tok.decode(one, false);
+      bool ok = !t.empty();
+      for (char c : t) ok = ok && c >= 0x20 && c < 0x7f;
+      if (ok) out.push_back(id);
+    }
+    return out;
+  }();
+  return ids;
+}
+
+inline int32_t next_token(const std::vector<int32_t>& ascii, int32_t last, int64_t position) {
+  return ascii[size_t((int64_t(last) * 7 + position * 3 + 11) % int64_t(ascii.size()))];
+}
+
+class FakeModel : public engine::ModelExecutor {
+ public:
+  FakeModel(int64_t vocab, std::vector<int32_t> ascii, std::chrono::microseconds step_time)
+      : vocab_(vocab), ascii_(std::move(ascii)), step_time_(step_time) {}
+  int64_t vocab_size() const override { return vocab_; }
+  std::vector<float> execute(const engine::ForwardBatch& fb) override {
+    if (step_time_.count() > 0) std::this_thread::sleep_for(step_time_);
+    std::vector<float> logits(fb.logits_indices.size() * size_t(vocab_), 0.0f);
+    for (size_t r = 0; r < fb.logits_indices.size(); ++r) {
+      const int64_t t = fb.logits_indices[r];
+      const int32_t next = next_token(ascii_, fb.token_ids[t], fb.positions[t] + 1);
+      // A clear peak plus a ramp, so top logprobs have a definite order.
+      for (int64_t v = 0; v < vocab_; ++v) logits[r * vocab_ + v] = float(v % 13) * 0.01f;
+      logits[r * vocab_ + next] = 10.0f;
+    }
+    return logits;
+  }
+
+ private:
+  int64_t vocab_;
+  std::vector<int32_t> ascii_;
+  std::chrono::microseconds step_time_;
+};
+
+// The greedy output ids the fake model gives for a prompt.
+inline std::vector<int32_t> expected_ids(const text::Tokenizer& tok,
+                                         const std::vector<int32_t>& prompt, int64_t max_tokens) {
+  std::vector<int32_t> out;
+  int32_t last = prompt.back();
+  int64_t pos = int64_t(prompt.size());
+  for (int64_t i = 0; i < max_tokens; ++i) {
+    last = next_token(ascii_ids(tok), last, pos++);
+    out.push_back(last);
+  }
+  return out;
+}
+
+struct TestServerOptions {
+  std::string api_key;
+  size_t max_body_bytes = 1u << 20;
+  int max_pending_requests = 1024;
+  int num_threads = 96;
+  int64_t max_model_len = 512;
+  std::chrono::microseconds step_time{0};
+};
+
+class TestServer {
+ public:
+  explicit TestServer(TestServerOptions o = {})
+      : tokenizer_(text::Tokenizer::from_dir(tiny_model_dir())),
+        chat_template_(ChatTemplate::from_dir(tiny_model_dir())) {
+    engine::EngineConfig ec;
+    ec.scheduler.max_model_len = o.max_model_len;
+    ec.scheduler.max_num_seqs = 64;
+    ec.scheduler.max_num_batched_tokens = 1024;
+    ec.kv_cache.block_size = 16;
+    ec.kv_cache.num_blocks = 64 * (o.max_model_len / 16) + 1;
+    ec.eos_token_ids = {4098};
+    const int64_t vocab = int64_t(tokenizer_.id_end());
+    engine_ = std::make_unique<engine::AsyncEngine>(
+        ec, std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time),
+        std::make_unique<TextDetokenizerFactory>(tokenizer_, true));
+    ServiceConfig sc;
+    sc.model_name = "tiny";
+    sc.model_root = tiny_model_dir();
+    sc.max_model_len = o.max_model_len;
+    sc.max_pending_requests = o.max_pending_requests;
+    service_ = std::make_unique<OpenAiService>(
+        sc, *engine_, tokenizer_,
+        [this](const std::string& req) { return chat_template_.render_request(req); });
+    HttpServerConfig hc;
+    hc.host = "127.0.0.1";
+    hc.port = 0;
+    hc.api_key = o.api_key;
+    hc.max_body_bytes = o.max_body_bytes;
+    hc.num_threads = o.num_threads;
+    http_ = std::make_unique<HttpServer>(hc, *service_);
+    port_ = http_->bind();
+    thread_ = std::thread([this] { http_->serve(); });
+  }
+
+  ~TestServer() { stop(); }
+
+  void stop(std::chrono::milliseconds drain = std::chrono::milliseconds(5000)) {
+    if (!thread_.joinable()) return;
+    http_->shutdown(drain);
+    thread_.join();
+  }
+
+  int port() const { return port_; }
+  std::unique_ptr<httplib::Client> client() const {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    c->set_read_timeout(30, 0);
+    return c;
+  }
+  const text::Tokenizer& tokenizer() const { return tokenizer_; }
+  engine::AsyncEngine& engine() { return *engine_; }
+  OpenAiService& service() { return *service_; }
+
+ private:
+  text::Tokenizer tokenizer_;
+  ChatTemplate chat_template_;
+  std::unique_ptr<engine::AsyncEngine> engine_;
+  std::unique_ptr<OpenAiService> service_;
+  std::unique_ptr<HttpServer> http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace vtllm::server::testing
