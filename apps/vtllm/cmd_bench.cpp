@@ -1,0 +1,133 @@
+// vtllm bench serve: an OpenAI-API load generator (closed-loop concurrency sweep) that
+// reports TTFT, TPOT, ITL and end-to-end latency percentiles and request/token
+// throughput, as vLLM's `bench serve` does, against any server (vtllm or a peer).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "base/error.h"
+#include "bench/report.h"
+#include "bench/serve_bench.h"
+#include "commands.h"
+
+namespace vtllm::cli {
+
+namespace {
+
+std::vector<int> parse_int_list(const std::string& flag, const std::string& s) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = std::min(s.find(',', pos), s.size());
+    const std::string item = s.substr(pos, comma - pos);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    VT_CHECK(!item.empty() && end && *end == '\0' && v > 0 && v <= 100000, "--", flag, " '", s,
+             "': '", item, "' is not a positive integer");
+    out.push_back(int(v));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+constexpr const char* kServeUsage =
+    "usage: vtllm bench serve [options]\n\n"
+    "Sends streamed /v1/completions requests to an OpenAI-compatible server and reports\n"
+    "TTFT, TPOT, ITL and end-to-end latency (mean/median/p90/p99) and request and token\n"
+    "throughput for each concurrency level (closed loop: each of C clients sends its next\n"
+    "request when its previous one ends).\n\n"
+    "options:\n"
+    "  --base-url URL       server root (default http://127.0.0.1:8000)\n"
+    "  --endpoint PATH      default /v1/completions\n"
+    "  --model NAME         the 'model' field of each request\n"
+    "  --api-key KEY        sent as 'Authorization: Bearer KEY'\n"
+    "  --concurrency LIST   levels, e.g. 1,8,32,64 (default 1)\n"
+    "  --num-prompts N      requests per level (default max(8, 4 x concurrency))\n"
+    "  --input-len N        prompt tokens (default 512)\n"
+    "  --output-len N       max_tokens, with ignore_eos (default 128)\n"
+    "  --prompt-kind K      ids: random token ids (default); text: random common words\n"
+    "  --token-range LO,HI  ids drawn from [LO, HI) (default 1000,100000)\n"
+    "  --no-ignore-eos      let the model stop at EOS\n"
+    "  --seed N             prompt seed (default 0)\n"
+    "  --warmup N           unmeasured requests before the first level (default 1)\n"
+    "  --timeout S          read timeout per request in seconds (default 1800)\n"
+    "  --json FILE          write the results as JSON\n"
+    "  --dry-run            print the first request body and exit\n";
+
+int bench_serve(int argc, char** argv) {
+  Args args(argc, argv,
+            {"base-url", "endpoint", "model", "api-key", "concurrency", "num-prompts", "input-len",
+             "output-len", "prompt-kind", "token-range", "seed", "warmup", "timeout", "json"},
+            {"help", "no-ignore-eos", "dry-run"});
+  if (args.has("help") || !args.positional().empty()) {
+    std::fputs(kServeUsage, args.has("help") ? stdout : stderr);
+    return args.has("help") ? 0 : 2;
+  }
+  bench::ServeBenchConfig c;
+  c.request.base_url = args.get_or("base-url", c.request.base_url);
+  c.request.endpoint = args.get_or("endpoint", c.request.endpoint);
+  c.request.model = args.get_or("model", "");
+  c.request.api_key = args.get_or("api-key", "");
+  c.request.max_tokens = args.get_int("output-len", 128);
+  c.request.ignore_eos = !args.has("no-ignore-eos");
+  c.request.timeout_s = args.get_double("timeout", c.request.timeout_s);
+  c.workload.kind = bench::parse_prompt_kind(args.get_or("prompt-kind", "ids"));
+  c.workload.input_len = args.get_int("input-len", 512);
+  c.workload.seed = uint64_t(args.get_int("seed", 0));
+  if (auto r = args.get("token-range")) {
+    const std::vector<int> lohi = parse_int_list("token-range", *r);
+    VT_CHECK(lohi.size() == 2 && lohi[0] < lohi[1], "--token-range '", *r, "': expected LO,HI");
+    c.workload.token_lo = lohi[0];
+    c.workload.token_hi = lohi[1];
+  }
+  c.concurrency = parse_int_list("concurrency", args.get_or("concurrency", "1"));
+  c.num_prompts = args.get_int("num-prompts", 0);
+  c.warmup = args.get_int("warmup", 1);
+  VT_CHECK(c.num_prompts >= 0, "--num-prompts must not be negative");
+  VT_CHECK(c.warmup >= 0, "--warmup must not be negative");
+
+  if (args.has("dry-run")) {
+    bench::CompletionClient client(c.request);
+    std::printf("POST %s%s\n%s\n", c.request.base_url.c_str(), c.request.endpoint.c_str(),
+                client.request_body(bench::make_prompts(c.workload, 1)[0]).c_str());
+    return 0;
+  }
+
+  std::printf("bench serve: %s%s, %s prompts of %lld tokens, output %lld%s, levels", 
+              c.request.base_url.c_str(), c.request.endpoint.c_str(),
+              bench::prompt_kind_name(c.workload.kind), (long long)c.workload.input_len,
+              (long long)c.request.max_tokens, c.request.ignore_eos ? " (ignore_eos)" : "");
+  for (int l : c.concurrency) std::printf(" %d", l);
+  std::printf("\n");
+  bench::print_serve_header(stdout);
+  const auto levels = bench::run_serve_bench(
+      c, [](const bench::RunSummary& s) { bench::print_serve_row(stdout, s); });
+  if (auto path = args.get("json")) {
+    bench::write_file(*path, bench::serve_json(c, levels));
+    std::printf("wrote %s\n", path->c_str());
+  }
+  int64_t failed = 0;
+  for (const auto& s : levels) failed += s.failed;
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  const char* usage =
+      "usage: vtllm bench <mode> [options]\n\n"
+      "modes:\n"
+      "  serve        load an OpenAI-compatible server; latency percentiles and throughput\n\n"
+      "'vtllm bench <mode> --help' describes a mode's options.\n";
+  if (argc < 1 || !std::strcmp(argv[0], "--help") || !std::strcmp(argv[0], "-h")) {
+    std::fputs(usage, argc < 1 ? stderr : stdout);
+    return argc < 1 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[0], "serve")) return bench_serve(argc - 1, argv + 1);
+  std::fprintf(stderr, "vtllm bench: unknown mode '%s'\n\n%s", argv[0], usage);
+  return 2;
+}
+
+}  // namespace vtllm::cli
