@@ -14,6 +14,8 @@ struct Command {
 int cmd_selfcheck(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 int cmd_template(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 
 }  // namespace vtllm::cli

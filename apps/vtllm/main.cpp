@@ -22,6 +22,10 @@ constexpr Command kCommands[] = {
      vtllm::cli::cmd_inspect},
     {"template", "a chat request (JSON) on stdin to the prompt the model's chat template renders",
      vtllm::cli::cmd_template},
+    {"bench", "benchmark a server (OpenAI API load: latency percentiles, throughput)",
+     vtllm::cli::cmd_bench},
+    {"serve", "the OpenAI-compatible HTTP server (completions, chat, streaming, metrics)",
+     vtllm::cli::cmd_serve},
 };
 
 void print_help() {
