@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Starts `vtllm serve` on a free loopback port with an API key, runs the node
+# client tests against it, and always stops the server (by its pid) at the end.
+# usage: tools/server_tests/run.sh VTLLM_BINARY MODEL_DIR
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bin=$1
+model=$2
+modules=$("$here/../../scripts/npm_deps.sh")
+log=$(mktemp)
+key="sk-vtllm-test-$$"
+"$bin" serve "$model" --host 127.0.0.1 --port 0 --served-model-name tiny --api-key "$key" \
+  --max-num-seqs 64 --max-model-len 512 --num-gpu-blocks-override 2049 >"$log" 2>&1 &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
+port=""
+for _ in $(seq 1 600); do
+  port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\),.*|\1|p' "$log" | head -n1)
+  [ -n "$port" ] && break
+  kill -0 $pid 2>/dev/null || { cat "$log"; echo "server exited before listening"; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { cat "$log"; echo "server did not start within 60 s"; exit 1; }
+echo "server: $(head -n1 "$log")"
+NODE_PATH="$modules" VTLLM_URL="http://127.0.0.1:$port" VTLLM_KEY="$key" node "$here/openai_client_test.js"
+# SIGTERM drains and exits 0.
+kill -TERM $pid
+status=0
+wait $pid || status=$?
+trap 'rm -f "$log"' EXIT
+[ "$status" -eq 0 ] || { cat "$log"; echo "server exited with $status after SIGTERM"; exit 1; }
+echo "server stopped cleanly"
