@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# llama.cpp as a benchmark peer, in its production serving configuration.
+#
+#   llama_cpp.sh build SRC_DIR [BUILD_DIR]
+#       configure + build llama.cpp's CUDA backend for sm_90 (H200) from a source tree
+#       fetched at run time (our repository holds no llama.cpp code); default build dir
+#       /tmp/llama.cpp-build. Targets: llama-server, llama-bench, llama-batched-bench.
+#   llama_cpp.sh convert SRC_DIR HF_DIR OUT_GGUF
+#       llama.cpp's own converter, bf16, no MTP head (the dummy checkpoint has none).
+#   llama_cpp.sh serve GGUF MAX_CONCURRENCY INPUT_LEN OUTPUT_LEN PORT
+#       run llama-server in the foreground: every layer on the GPU, flash attention on,
+#       one slot per concurrent client, continuous batching, a context that holds every
+#       slot's prompt and output. LLAMA_BUILD (default /tmp/llama.cpp-build) names the build.
+#
+# tools/bench/check_peer_config.py reads the llama-server line below and fails when a
+# production setting is missing; keep its flags explicit even where they are defaults.
+set -euo pipefail
+
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+cmd=${1:-}
+case "$cmd" in
+  build)
+    [ $# -ge 2 ] || usage
+    src=$2
+    build=${3:-/tmp/llama.cpp-build}
+    [ -f "$src/CMakeLists.txt" ] || { echo "llama_cpp.sh: $src is not a llama.cpp source tree" >&2; exit 1; }
+    # sm_90 only keeps the build near 270 s with -j16; curl is off (the GPU machine has no network).
+    cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_SERVER=ON
+    cmake --build "$build" -j "$(nproc)" --target llama-server llama-bench llama-batched-bench
+    "$build/bin/llama-server" --version 2>&1 | tail -n 2
+    ;;
+  convert)
+    [ $# -eq 4 ] || usage
+    src=$2 hf_dir=$3 out=$4
+    PYTHONPATH="$src/gguf-py${PYTHONPATH:+:$PYTHONPATH}" \
+      python3 "$src/convert_hf_to_gguf.py" "$hf_dir" --outfile "$out" --outtype bf16 --no-mtp
+    ;;
+  serve)
+    [ $# -eq 6 ] || usage
+    gguf=$2 max_concurrency=$3 input_len=$4 output_len=$5 port=$6
+    bin=${LLAMA_BUILD:-/tmp/llama.cpp-build}/bin
+    # Each slot holds one request's prompt and output; 256 tokens of headroom per slot.
+    ctx=$(( max_concurrency * (input_len + output_len + 256) ))
+    exec "$bin/llama-server" -m "$gguf" --host 127.0.0.1 --port "$port" \
+      -ngl 999 \
+      -fa on \
+      --parallel "$max_concurrency" \
+      -cb \
+      -c "$ctx"
+    ;;
+  *)
+    usage
+    ;;
+esac

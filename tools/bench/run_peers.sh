@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The serving comparison on the GPU machine: vtllm and each peer, one workload at a
+# time, each server alone on the GPU, all measured by the same `vtllm bench serve`.
+#
+#   tools/bench/run_peers.sh prepare --llama-src DIR --tokenizer-dir DIR
+#       random bf16 HF checkpoint of the default Qwen3.5 text shape (vocab 151936),
+#       its GGUF through llama.cpp's converter, and llama.cpp's CUDA build; each step is
+#       skipped when its output exists. Everything lives under --work (/tmp/vtllm-bench).
+#   tools/bench/run_peers.sh run --vtllm PATH [--peers "vtllm llama.cpp transformers"]
+#                                [--workloads "512:128:1,8,32,64 4096:64:1,8,32,64"]
+#                                [--num-prompts N] [--commit SHA]
+#       for each peer and workload (INPUT:OUTPUT:CONCURRENCY-LIST): start the server, run
+#       the sweep, stop it. Results land in --out (default $work/results): the client's
+#       JSON, the server log, and a .meta.json with the peak GPU memory (nvidia-smi,
+#       sampled every 200 ms while the server lives), the server's own report and the
+#       exact commands.
+#
+# Every peer launch below is checked by tools/bench/check_peer_config.py.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+peers_dir=$here/peers
+# The issue's workloads: input:output:concurrency levels.
+workloads=("512:128:1,8,32,64" "4096:64:1,8,32,64")
+
+mode=${1:-}
+[ -n "$mode" ] && shift
+work=/tmp/vtllm-bench llama_src="" tokenizer_dir="" vtllm="" peers="vtllm llama.cpp transformers"
+num_prompts=0 commit="" out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --work) work=$2; shift 2 ;;
+    --llama-src) llama_src=$2; shift 2 ;;
+    --tokenizer-dir) tokenizer_dir=$2; shift 2 ;;
+    --vtllm) vtllm=$2; shift 2 ;;
+    --peers) peers=$2; shift 2 ;;
+    --workloads) read -r -a workloads <<< "$2"; shift 2 ;;
+    --num-prompts) num_prompts=$2; shift 2 ;;
+    --commit) commit=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "run_peers.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+out=${out:-$work/results}
+hf_dir=$work/hf
+gguf=$work/model-bf16.gguf
+export LLAMA_BUILD=$work/llama.cpp-build
+
+prepare() {
+  [ -n "$llama_src" ] && [ -n "$tokenizer_dir" ] || { echo "prepare needs --llama-src and --tokenizer-dir" >&2; exit 2; }
+  mkdir -p "$work"
+  [ -f "$hf_dir/config.json" ] || python3 "$here/make_dummy_hf_model.py" \
+    --config "$repo/bench/models/qwen3_5-default-text/config.json" \
+    --tokenizer-dir "$tokenizer_dir" --vocab-size 151936 --out "$hf_dir"
+  [ -f "$gguf" ] || "$peers_dir/llama_cpp.sh" convert "$llama_src" "$hf_dir" "$gguf"
+  [ -x "$LLAMA_BUILD/bin/llama-server" ] || "$peers_dir/llama_cpp.sh" build "$llama_src" "$LLAMA_BUILD"
+}
+
+wait_healthy() {  # PORT PID SECONDS
+  python3 - "$1" "$2" "$3" <<'PY'
+import os, sys, time, urllib.request
+port, pid, limit = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+t0 = time.time()
+while time.time() - t0 < limit:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit(f"server (pid {pid}) exited before it was healthy")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+            if r.status == 200:
+                print(f"healthy after {time.time() - t0:.0f} s")
+                sys.exit(0)
+    except Exception:
+        pass
+    time.sleep(1)
+sys.exit(f"server on port {port} not healthy after {limit:.0f} s")
+PY
+}
+
+# The command that serves PEER for one workload; sets server_cmd (an array) and port.
+server_command() {
+  local peer=$1 input_len=$2 output_len=$3 max_concurrency=$4
+  local max_model_len=$(( input_len + output_len + 256 ))
+  case "$peer" in
+    vtllm)
+      port=8000
+      server_cmd=("$vtllm" serve "$hf_dir" --host 127.0.0.1 --port "$port" --max-model-len "$max_model_len")
+      ;;
+    llama.cpp)
+      port=8080
+      server_cmd=("$peers_dir/llama_cpp.sh" serve "$gguf" "$max_concurrency" "$input_len" "$output_len" "$port")
+      ;;
+    transformers)
+      port=8001
+      server_cmd=(python3 "$peers_dir/transformers_server.py" --model "$hf_dir"
+        --dtype bfloat16
+        --attn-implementation sdpa
+        --engine auto
+        --max-batch-size "$max_concurrency"
+        --max-model-len "$max_model_len"
+        --port "$port")
+      ;;
+    *) echo "run_peers.sh: unknown peer $peer" >&2; exit 2 ;;
+  esac
+}
+
+run_one() {  # PEER WORKLOAD
+  local peer=$1 input_len output_len levels max_concurrency
+  IFS=: read -r input_len output_len levels <<< "$2"
+  max_concurrency=$(tr ',' '\n' <<< "$levels" | sort -n | tail -n 1)
+  local tag="$peer-in$input_len-out$output_len"
+  local log=$out/$tag.server.log mem=$out/$tag.gpu_mem.csv
+  echo "=== $tag: concurrency $levels"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$mem" &
+  local smi_pid=$!
+  server_command "$peer" "$input_len" "$output_len" "$max_concurrency"
+  "${server_cmd[@]}" > "$log" 2>&1 &
+  local server_pid=$! rc=0 health='{}'
+  local client_cmd=("$vtllm" bench serve --base-url "http://127.0.0.1:$port" --model "$peer"
+    --concurrency "$levels" --input-len "$input_len" --output-len "$output_len"
+    --num-prompts "$num_prompts" --json "$out/$tag.json")
+  if wait_healthy "$port" "$server_pid" 1200; then
+    health=$(python3 -c "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:$port/health').read().decode())" || echo '{}')
+    "${client_cmd[@]}" || rc=$?
+  else
+    rc=1
+    tail -n 30 "$log"
+  fi
+  kill "$server_pid" 2> /dev/null || true
+  wait "$server_pid" 2> /dev/null || true
+  kill "$smi_pid" 2> /dev/null || true
+  wait "$smi_pid" 2> /dev/null || true
+  python3 - "$out/$tag.meta.json" "$mem" "$peer" "${server_cmd[*]}" "${client_cmd[*]}" "$health" "$commit" "$rc" <<'PY'
+import json, sys, datetime
+path, mem, peer, server_cmd, client_cmd, health, commit, rc = sys.argv[1:]
+vals = [int(l) for l in open(mem) if l.strip().isdigit()]
+try:
+    health = json.loads(health)
+except ValueError:
+    health = {"raw": health}
+json.dump({"peer": peer, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "commit": commit, "peak_gpu_mem_mib": max(vals, default=None), "gpu_mem_samples": len(vals),
+           "server_command": server_cmd, "client_command": client_cmd, "server_health": health,
+           "client_exit_code": int(rc)}, open(path, "w"), indent=2)
+print(f"peak GPU memory {max(vals, default=0)} MiB -> {path}")
+PY
+  return 0
+}
+
+case "$mode" in
+  prepare) prepare ;;
+  run)
+    [ -x "$vtllm" ] || { echo "run needs --vtllm PATH (the built vtllm binary)" >&2; exit 2; }
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.csv"
+    for peer in $peers; do
+      for w in "${workloads[@]}"; do run_one "$peer" "$w"; done
+    done
+    ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
