@@ -39,8 +39,6 @@ PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
     hit.blocks.push_back(*found);
   }
   hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
-  prefix_queries_ += request.num_tokens();
-  prefix_hits_ += hit.num_tokens;
   return hit;
 }
 
@@ -63,6 +61,11 @@ bool KvCacheManager::allocate_slots(Request& request, int64_t num_new_tokens, co
   if (to_allocate + free_hits > pool_.num_free()) return false;
   if (states_ && !states_->slot_of(request.id) && states_->num_free() == 0) return false;
 
+  if (prefix_caching_ && have == 0 && request.num_computed_tokens == 0) {
+    // Counted once per admission (a request that waits is looked up again next step).
+    prefix_queries_ += request.num_tokens();
+    prefix_hits_ += hit.num_tokens;
+  }
   ReqCache& rc = reqs_[request.id];
   if (states_) states_->ensure(request.id);
   pool_.touch(hit.blocks);

@@ -46,8 +46,8 @@ struct KvCacheStats {
   int32_t num_cached_blocks = 0;
   int32_t num_state_slots = 0;
   int32_t num_free_state_slots = 0;
-  int64_t prefix_queries = 0;   // prompt tokens looked up
-  int64_t prefix_hits = 0;      // of which found cached
+  int64_t prefix_queries = 0;   // tokens of admitted requests (prompt + output after preemption)
+  int64_t prefix_hits = 0;      // of which were found cached
   double usage = 0;
 };
 

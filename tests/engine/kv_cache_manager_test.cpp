@@ -150,6 +150,24 @@ TEST(KvCacheManager, HybridModelHoldsOneStateSlotPerRequest) {
   EXPECT_EQ(kv.stats().num_free_blocks, 19);
 }
 
+TEST(KvCacheManager, PrefixStatsCountAdmissionsNotLookups) {
+  KvCacheManager kv(config(6));  // 5 usable blocks
+  Request a("a", iota_tokens(9), {});
+  ASSERT_TRUE(kv.allocate_slots(a, 9));
+  Request b("b", iota_tokens(20), {});
+  for (int i = 0; i < 3; ++i) {  // b waits: looked up three times, not admitted
+    PrefixHit hit = kv.get_computed_blocks(b);
+    EXPECT_FALSE(kv.allocate_slots(b, 20 - hit.num_tokens, hit));
+  }
+  EXPECT_EQ(kv.stats().prefix_queries, 9);
+  EXPECT_EQ(kv.stats().prefix_hits, 0);
+  kv.free("a");
+  PrefixHit hit = kv.get_computed_blocks(b);
+  ASSERT_TRUE(kv.allocate_slots(b, 20 - hit.num_tokens, hit));
+  EXPECT_EQ(kv.stats().prefix_queries, 29);
+  EXPECT_EQ(kv.stats().prefix_hits, 8);
+}
+
 TEST(KvCacheManager, RejectsMoreTokensThanTheRequestHas) {
   KvCacheManager kv(config(20));
   Request a("a", iota_tokens(5), {});
