@@ -1,4 +1,5 @@
 // The CUDA runtime side of vt: device count, allocation, streams, copies.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -55,11 +56,32 @@ std::shared_ptr<void> allocate(size_t bytes, int device) {
 
 void set_device(const StreamState& s) { VT_CUDA_CHECK(cudaSetDevice(s.device)); }
 
+void throw_last_error(const char* what) {
+  cudaError_t e = cudaGetLastError();
+  VT_THROW(what, ": CUDA error ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
+}
+
+void* scratch(StreamState& s, ScratchSlot slot, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 256);
+  if (s.scratch_bytes[slot] >= bytes) return s.scratch[slot];
+  set_device(s);
+  if (s.scratch[slot]) VT_CUDA_CHECK(cudaFree(s.scratch[slot]));  // waits for the device
+  s.scratch[slot] = nullptr;
+  s.scratch_bytes[slot] = 0;
+  const size_t grown = std::max(bytes, size_t(1) << 20);
+  VT_CUDA_CHECK(cudaMalloc(&s.scratch[slot], grown));
+  s.scratch_bytes[slot] = grown;
+  return s.scratch[slot];
+}
+
 void StreamStateDeleter::operator()(StreamState* s) const noexcept {
   if (!s) return;
   cudaSetDevice(s->device);
   if (s->stream) cudaStreamSynchronize(s->stream);
   if (s->workspace) cudaFree(s->workspace);
+  for (void* p : s->scratch)
+    if (p) cudaFree(p);
+  destroy_gemm_plans(s->gemm_plans);
   if (s->cublaslt) cublasLtDestroy(s->cublaslt);
   if (s->stream) cudaStreamDestroy(s->stream);
   delete s;
@@ -75,6 +97,7 @@ StreamStatePtr create_stream_state(int device) {
   VT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
   VT_CUBLAS_CHECK(cublasLtCreate(&s->cublaslt));
   VT_CUDA_CHECK(cudaMalloc(&s->workspace, StreamState::kWorkspaceBytes));
+  VT_CUDA_CHECK(cudaDeviceGetAttribute(&s->num_sms, cudaDevAttrMultiProcessorCount, device));
   return s;
 }
 

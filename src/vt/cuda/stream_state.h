@@ -5,10 +5,21 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "vt/cuda/api.h"
 
 namespace vt::cuda {
+
+struct GemmPlans;  // cuBLASLt plans cached per shape (cuda/gemm/plan_cache.cu)
+void destroy_gemm_plans(GemmPlans* p) noexcept;
+
+// Grow-only device buffers that op arms borrow for the length of one op: index
+// tensors uploaded from the host (kIndexScratch) and f32 partial results such as
+// split-K attention's (kWorkScratch). Reuse is safe because everything that reads
+// a buffer is ordered on the stream before the next op writes it; growing frees the
+// old buffer with cudaFree, which waits for the device.
+enum ScratchSlot { kIndexScratch = 0, kWorkScratch = 1, kNumScratch = 2 };
 
 struct StreamState {
   int device = 0;
@@ -17,9 +28,33 @@ struct StreamState {
   // cuBLASLt workspace: 32 MiB, the size NVIDIA recommends for Hopper.
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
   void* workspace = nullptr;
+  void* scratch[kNumScratch] = {};
+  size_t scratch_bytes[kNumScratch] = {};
+  GemmPlans* gemm_plans = nullptr;
+  int num_sms = 0;  // multiprocessors of `device`, for grid heuristics
 };
 
 // Makes `s.device` current on this thread (ops may be called from any thread).
 void set_device(const StreamState& s);
+
+// A scratch buffer of at least `bytes` (see ScratchSlot); its contents are undefined.
+void* scratch(StreamState& s, ScratchSlot slot, size_t bytes);
+
+// Throws vtllm::Error naming `what` and the last CUDA error (clearing it).
+[[noreturn]] void throw_last_error(const char* what);
+
+// Copies host `data` into the index scratch, ordered on the stream, and returns the
+// device copy. From pageable memory the copy returns once the bytes are staged, so
+// `data` may be freed right after; the cost is a wait for the stream's earlier work
+// (an engine that keeps its indices on the device will pass device tensors instead).
+template <class T>
+const T* upload_indices(StreamState& s, const std::vector<T>& data) {
+  void* d = scratch(s, kIndexScratch, data.size() * sizeof(T));
+  if (!data.empty())
+    if (cudaMemcpyAsync(d, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice,
+                        s.stream) != cudaSuccess)
+      throw_last_error("upload of op indices");
+  return static_cast<const T*>(d);
+}
 
 }  // namespace vt::cuda

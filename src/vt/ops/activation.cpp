@@ -2,6 +2,9 @@
 
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/elementwise.h"
+#endif
 
 namespace vt {
 
@@ -13,7 +16,6 @@ std::pair<Rows, Rows> unary_args(Stream& s, const char* op, const Tensor& x, con
   expect_shape(out, op, "out", x.shape());
   expect_device(s, op, {&x, &out});
   expect_no_partial_alias(x, out, op, "x");
-  if (!s.device().is_cpu()) no_backend(op, s.device());
   return {rows_view(x, op, "x"), rows_view(out, op, "out")};
 }
 }  // namespace
@@ -30,19 +32,30 @@ void silu_and_mul(Stream& s, const Tensor& x, Tensor& out) {
   expect_device(s, op, {&x, &out});
   // out may be x's gate half in place: the kernel reads each row whole before writing it.
   expect_no_partial_alias(x.slice(-1, 0, want.back()), out, op, "x");
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  cpu::silu_and_mul(s, rows_view(x, op, "x"), rows_view(out, op, "out"));
+  Rows xr = rows_view(x, op, "x"), outr = rows_view(out, op, "out");
+  if (s.device().is_cpu()) return cpu::silu_and_mul(s, xr, outr);
+#if VTLLM_WITH_CUDA
+  cuda::silu_and_mul(s, xr, outr);
+#else
+  no_backend(op, s.device());
+#endif
 }
 
 void sigmoid(Stream& s, const Tensor& x, Tensor& out) {
   auto [xr, outr] = unary_args(s, "sigmoid", x, out);
-  cpu::sigmoid(s, xr, outr);
+  if (s.device().is_cpu()) return cpu::sigmoid(s, xr, outr);
+#if VTLLM_WITH_CUDA
+  cuda::sigmoid(s, xr, outr);
+#else
+  no_backend("sigmoid", s.device());
+#endif
 }
 
 void softmax(Stream& s, const Tensor& x, Tensor& out) {
   VT_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) > 0, "softmax: x ", x.str(),
            " needs a non-empty last dim");
   auto [xr, outr] = unary_args(s, "softmax", x, out);
+  if (!s.device().is_cpu()) no_backend("softmax", s.device());
   cpu::softmax(s, xr, outr);
 }
 
@@ -57,8 +70,13 @@ void binary_op(Stream& s, const char* op, cpu::Binary kind, const Tensor& a, con
   expect_device(s, op, {&a, &b, &out});
   expect_no_partial_alias(a, out, op, "a");
   expect_no_partial_alias(b, out, op, "b");
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  cpu::binary(s, kind, rows_view(a, op, "a"), rows_view(b, op, "b"), rows_view(out, op, "out"));
+  Rows ar = rows_view(a, op, "a"), br = rows_view(b, op, "b"), outr = rows_view(out, op, "out");
+  if (s.device().is_cpu()) return cpu::binary(s, kind, ar, br, outr);
+#if VTLLM_WITH_CUDA
+  cuda::binary(s, kind == cpu::Binary::kAdd ? cuda::Binary::kAdd : cuda::Binary::kMul, ar, br, outr);
+#else
+  no_backend(op, s.device());
+#endif
 }
 }  // namespace
 

@@ -5,7 +5,7 @@
 // exactly (in place), never partially.
 // Dtypes: inputs and outputs in {f32, bf16, f16}, mixed freely.
 // Numerics: f32 compute, one rounding at the output.
-// Backends: CPU.
+// Backends: CPU; CUDA for silu_and_mul, sigmoid, add, mul (softmax CPU only).
 #pragma once
 
 #include "vt/stream.h"

@@ -2,6 +2,9 @@
 
 #include "vt/cpu/copy.h"
 #include "vt/cuda/api.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/elementwise.h"
+#endif
 
 namespace vt {
 
@@ -20,8 +23,25 @@ void copy(Stream& s, const Tensor& src, Tensor& dst) {
     cpu::copy(s, src, dst);
     return;
   }
+  if (src.device() == dst.device()) {  // on one CUDA device: any strides, dtype conversion
+    VT_CHECK(s.device() == src.device(), "copy: src ", src.str(), " to dst ", dst.str(),
+             " needs a stream on their device, got ", s.device().str());
+    if (src.may_alias(dst))
+      VT_CHECK(src.data_ptr() == dst.data_ptr() && src.strides() == dst.strides() &&
+                   src.dtype() == dst.dtype(),
+               "copy: src ", src.str(), " and dst ", dst.str(), " overlap");
+    if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous()) {
+      if (src.numel() > 0 && src.data_ptr() != dst.data_ptr())
+        cuda::memcpy_async(s.cuda_state(), dst.data_ptr(), src.data_ptr(), src.nbytes());
+      return;
+    }
+#if VTLLM_WITH_CUDA
+    cuda::copy_strided(s, src, dst);
+    return;
+#endif
+  }
   VT_CHECK(src.dtype() == dst.dtype(), "copy: src ", src.str(), " to dst ", dst.str(),
-           ": a copy involving CUDA cannot convert dtypes yet (convert on the CPU side)");
+           ": a copy between host and device cannot convert dtypes (convert on one side)");
   VT_CHECK(src.is_contiguous() && dst.is_contiguous(), "copy: src ", src.str(), " to dst ",
            dst.str(), ": a copy involving CUDA needs both contiguous");
   VT_CHECK(s.device().is_cuda() &&

@@ -5,8 +5,10 @@
 //       bf16, f8e4m3; converted through f32, narrowing rounds to nearest even,
 //       see vt/dtype.h) or integers (i8, i32, i64, u8; C++ conversion, values
 //       out of range wrap). Float <-> integer is refused. Runs on the pool.
-//     Involving CUDA: same dtype, both contiguous (a byte copy); `s` is the CUDA
-//       stream and the copy is ordered on it. Other cases throw, naming them.
+//     Within one CUDA device: as CPU -> CPU (any strides, conversions within a
+//       group; f8e4m3 not yet), on `s`, that device's stream.
+//     Between host and device: same dtype, both contiguous (a byte copy); `s` is
+//       the CUDA stream and the copy is ordered on it. Other cases throw, naming them.
 //     src and dst must not overlap unless they are the same view.
 //   to_device(s, t, device)   a contiguous copy of t on `device` (t itself when it is
 //     already there and contiguous). To the CPU it synchronizes `s`, so the result

@@ -3,6 +3,9 @@
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
 #include "vt/ops/copy.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/gemm.h"
+#endif
 
 namespace vt {
 
@@ -24,8 +27,12 @@ void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tens
   expect_no_alias(x, out, op, "x");
   expect_no_alias(w, out, op, "w");
   Rows xr = rows_view(x, op, "x"), wr = rows_view(w, op, "w"), outr = rows_view(out, op, "out");
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  cpu::linear(s, xr, wr, bias, outr);
+  if (s.device().is_cpu()) return cpu::linear(s, xr, wr, bias, outr);
+#if VTLLM_WITH_CUDA
+  cuda::linear(s, x, w, bias, out);
+#else
+  no_backend(op, s.device());
+#endif
 }
 
 void matmul(Stream& s, const Tensor& a, const Tensor& b, Tensor& out) {

@@ -10,7 +10,9 @@
 //   order is blocked, so results differ from a sequential sum by f32 rounding.
 // matmul(s, a, b, out): out = a . b with a [M, K], b [K, N] (any strides); same
 //   dtypes and numerics. Packs b^T once, then runs linear.
-// Backends: CPU (thread pool; see cpu/gemm.cpp for the kernel choice).
+// Backends: CPU (thread pool; see cpu/gemm.cpp for the kernel choice) and CUDA
+//   (cuBLASLt, f32 accumulation, plans cached per shape; see vt/cuda/gemm.h for
+//   which dtype pairs run directly). On CUDA the summation order is cuBLASLt's.
 #pragma once
 
 #include "vt/stream.h"

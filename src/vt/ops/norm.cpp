@@ -40,8 +40,12 @@ void l2_normalize(Stream& s, const Tensor& x, float eps, Tensor& out) {
   expect_device(s, op, {&x, &out});
   expect_no_partial_alias(x, out, op, "x");
   Rows xr = rows_view(x, op, "x"), outr = rows_view(out, op, "out");
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  cpu::l2_normalize(s, xr, eps, outr);
+  if (s.device().is_cpu()) return cpu::l2_normalize(s, xr, eps, outr);
+#if VTLLM_WITH_CUDA
+  cuda::l2_normalize(s, xr, eps, outr);
+#else
+  no_backend(op, s.device());
+#endif
 }
 
 }  // namespace vt

@@ -7,7 +7,7 @@
 // Dtypes: x, out in {f32, bf16, f16}; w in {f32, bf16, f16}, shape [D], contiguous.
 // Numerics: every input widened to f32, the sum of squares accumulated in f32, one
 // rounding when out is narrower than f32.
-// Backends: CPU (reference) and CUDA (rms_norm; l2_normalize CPU only for now).
+// Backends: CPU (reference) and CUDA.
 #pragma once
 
 #include "vt/stream.h"

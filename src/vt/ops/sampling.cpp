@@ -2,6 +2,9 @@
 
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/sampling.h"
+#endif
 
 namespace vt {
 
@@ -13,8 +16,13 @@ void argmax(Stream& s, const Tensor& logits, Tensor& out) {
            " must be [tokens, vocab] with vocab > 0");
   expect_shape(out, op, "out", {logits.size(0)});
   expect_device(s, op, {&logits, &out});
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  cpu::argmax(s, rows_view(logits, op, "logits"), out);
+  Rows lr = rows_view(logits, op, "logits");
+  if (s.device().is_cpu()) return cpu::argmax(s, lr, out);
+#if VTLLM_WITH_CUDA
+  cuda::argmax(s, lr, out);
+#else
+  no_backend(op, s.device());
+#endif
 }
 
 }  // namespace vt

@@ -1,0 +1,191 @@
+// cuBLASLt GEMM for linear: out[M, N] = x[M, K] . w[N, K]^T, row-major.
+//
+// cuBLASLt is column-major, so the product is computed as out^T[N, M] =
+// op_T(w)[N, K] . x^T[K, M]: w read as a column-major [K, N] matrix (ld = its row
+// stride) transposed, x as a column-major [K, M] matrix, out as a column-major
+// [N, M] matrix (ld = its row stride) - the "TN" layout cuBLASLt's Hopper kernels
+// favour. Descriptors and the heuristic's first algorithm are cached per shape,
+// leading dims, dtypes and pointer alignment on the stream (GemmPlans).
+#include <cstdint>
+#include <cstring>
+#include <unordered_map>
+
+#include "vt/cuda/check.h"
+#include "vt/cuda/elementwise.h"
+#include "vt/cuda/gemm.h"
+#include "vt/cuda/stream_state.h"
+#include "vt/ops/args.h"
+
+namespace vt::cuda {
+
+namespace {
+
+struct PlanKey {
+  int64_t m, n, k, ldx, ldw, ldo;
+  DType in, out;
+  uint8_t align_x, align_w, align_o;
+  bool operator==(const PlanKey&) const = default;
+};
+
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& p) const noexcept {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    for (int64_t v : {p.m, p.n, p.k, p.ldx, p.ldw, p.ldo}) mix(uint64_t(v));
+    mix(uint64_t(p.in) | uint64_t(p.out) << 8 | uint64_t(p.align_x) << 16 |
+        uint64_t(p.align_w) << 24 | uint64_t(p.align_o) << 32);
+    return size_t(h);
+  }
+};
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::kBF16: return CUDA_R_16BF;
+    case DType::kF16: return CUDA_R_16F;
+    default: return CUDA_R_32F;
+  }
+}
+
+// The largest power of two (<= 16) dividing the address: cuBLASLt picks kernels by it.
+uint8_t alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  for (uint8_t b = 16; b > 1; b >>= 1)
+    if (a % b == 0) return b;
+  return 1;
+}
+
+}  // namespace
+
+struct GemmPlans {
+  std::unordered_map<PlanKey, Plan, PlanKeyHash> plans;
+};
+
+void destroy_gemm_plans(GemmPlans* p) noexcept {
+  if (!p) return;
+  for (auto& [key, plan] : p->plans) {
+    cublasLtMatrixLayoutDestroy(plan.a);
+    cublasLtMatrixLayoutDestroy(plan.b);
+    cublasLtMatrixLayoutDestroy(plan.c);
+    cublasLtMatmulDescDestroy(plan.desc);
+  }
+  delete p;
+}
+
+namespace {
+
+const Plan& plan_for(StreamState& st, const PlanKey& key) {
+  if (!st.gemm_plans) st.gemm_plans = new GemmPlans;
+  auto it = st.gemm_plans->plans.find(key);
+  if (it != st.gemm_plans->plans.end()) return it->second;
+  Plan p;
+  VT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, cuda_type(key.in), uint64_t(key.k),
+                                             uint64_t(key.n), key.ldw));
+  VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, cuda_type(key.in), uint64_t(key.k),
+                                             uint64_t(key.m), key.ldx));
+  VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, cuda_type(key.out), uint64_t(key.n),
+                                             uint64_t(key.m), key.ldo));
+  cublasLtMatmulPreference_t pref = nullptr;
+  VT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const size_t ws = StreamState::kWorkspaceBytes;
+  const uint32_t ax = key.align_x, aw = key.align_w, ao = key.align_o;
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                  &aw, sizeof aw);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                  &ax, sizeof ax);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                  &ao, sizeof ao);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                  &ao, sizeof ao);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulAlgoGetHeuristic(st.cublaslt, p.desc, p.a, p.b, p.c, p.c, pref, 1,
+                                            &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.desc);
+    VT_CUBLAS_CHECK(status);
+    VT_THROW("linear (CUDA): cuBLASLt has no algorithm for [", key.m, ", ", key.k, "] x [", key.n,
+             ", ", key.k, "]^T in ", dtype_name(key.in), " -> ", dtype_name(key.out));
+  }
+  p.algo = result.algo;
+  return st.gemm_plans->plans.emplace(key, p).first->second;
+}
+
+// A leading dim cuBLASLt accepts: a single row may carry any stride.
+int64_t ld_of(const Tensor& t) { return t.size(0) == 1 ? t.size(1) : t.stride(0); }
+
+// out (dtype `in` or f32) = x . w^T, x and w both of dtype `in`.
+void gemm(StreamState& st, const Tensor& x, const Tensor& w, const Tensor& out) {
+  const PlanKey key{x.size(0),
+                    w.size(0),
+                    x.size(1),
+                    ld_of(x),
+                    ld_of(w),
+                    ld_of(out),
+                    x.dtype(),
+                    out.dtype(),
+                    alignment(x.data_ptr()),
+                    alignment(w.data_ptr()),
+                    alignment(out.data_ptr())};
+  const Plan& p = plan_for(st, key);
+  const float one = 1.0f, zero = 0.0f;
+  VT_CUBLAS_CHECK(cublasLtMatmul(st.cublaslt, p.desc, &one, w.data_ptr(), p.a, x.data_ptr(), p.b,
+                                 &zero, out.data_ptr(), p.c, out.data_ptr(), p.c, &p.algo,
+                                 st.workspace, StreamState::kWorkspaceBytes, st.stream));
+}
+
+// t converted to `dtype`, and made dense when its rows overlap (a broadcast view).
+Tensor operand(Stream& s, const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype && (t.size(0) == 1 || t.stride(0) >= t.size(1))) return t;
+  Tensor f = Tensor::empty(t.shape(), dtype, t.device());
+  copy_strided(s, t, f);
+  return f;
+}
+
+}  // namespace
+
+void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
+  const int64_t m = x.size(0), n = w.size(0), k = x.size(1);
+  if (m == 0 || n == 0) return;
+  StreamState& st = s.cuda_state();
+  set_device(st);
+  // Mixed operands are both widened: the f32 products the contract states.
+  const DType in = x.dtype() == w.dtype() ? x.dtype() : DType::kF32;
+  const Tensor xa = operand(s, x, in), wa = operand(s, w, in);
+  const bool direct = !bias.defined() && (out.dtype() == in || out.dtype() == DType::kF32);
+  const Tensor acc = direct || out.dtype() == DType::kF32
+                         ? out
+                         : Tensor::empty({m, n}, DType::kF32, out.device());
+  if (k == 0) {
+    fill(s, acc, 0.0);
+  } else {
+    gemm(st, xa, wa, acc);
+  }
+  if (bias.defined()) {
+    add_bias(s, rows_view(acc, "linear", "acc"), bias, rows_view(out, "linear", "out"));
+  } else if (!acc.may_alias(out)) {
+    copy_strided(s, acc, out);
+  }
+}
+
+}  // namespace vt::cuda

@@ -1,0 +1,80 @@
+// CUDA l2_normalize (GDN q/k) and gated RMSNorm (GDN output): one warp per row, which
+// suits their short rows (head_dim 128); f32 sums (per-lane partials, then a shuffle
+// tree) and one rounding at the output, as the CPU reference.
+#include <algorithm>
+
+#include "vt/cuda/check.h"
+#include "vt/cuda/common.cuh"
+#include "vt/cuda/norm.h"
+#include "vt/cuda/stream_state.h"
+
+namespace vt::cuda {
+
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+struct RowsArg {
+  const char* data;
+  DType dtype;
+  int64_t row_bytes;
+  __device__ const char* row(int64_t r) const { return data + r * row_bytes; }
+};
+
+RowsArg arg_of(const Rows& r) {
+  return {static_cast<const char*>(r.data), r.dtype, r.row_stride * int64_t(dtype_size(r.dtype))};
+}
+
+// gated == false: out = x / sqrt(sum(x^2) + eps).
+// gated == true:  out = x / sqrt(mean(x^2) + eps) * w * silu(z).
+template <bool kGated>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
+    row_norm_kernel(RowsArg x, RowsArg z, const void* w, DType wdt, RowsArg out, int64_t rows,
+                    int64_t cols, float eps) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp; r < rows;
+       r += int64_t(gridDim.x) * kWarpsPerBlock) {
+    const char* xr = x.row(r);
+    float ss = 0.0f;
+    for (int64_t i = lane; i < cols; i += kWarp) {
+      const float v = load_f32(xr, x.dtype, i);
+      ss += v * v;
+    }
+    ss = warp_sum(ss);
+    const float inv = kGated ? rsqrtf(ss / float(cols) + eps) : rsqrtf(ss + eps);
+    char* o = const_cast<char*>(out.row(r));
+    for (int64_t i = lane; i < cols; i += kWarp) {
+      float v = load_f32(xr, x.dtype, i) * inv;
+      if constexpr (kGated) {
+        const float zi = load_f32(z.row(r), z.dtype, i);
+        v = v * load_f32(w, wdt, i) * (zi * sigmoidf(zi));
+      }
+      store_f32(o, out.dtype, i, v);
+    }
+  }
+}
+
+template <bool kGated>
+void launch(Stream& s, const RowsArg& x, const RowsArg& z, const void* w, DType wdt,
+            const RowsArg& out, int64_t rows, int64_t cols, float eps) {
+  if (rows == 0) return;
+  StreamState& st = s.cuda_state();
+  set_device(st);
+  const int64_t blocks = std::min<int64_t>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock, 1 << 20);
+  row_norm_kernel<kGated><<<unsigned(blocks), kWarpsPerBlock * kWarp, 0, st.stream>>>(
+      x, z, w, wdt, out, rows, cols, eps);
+  VT_CUDA_CHECK_LAUNCH("row_norm_kernel");
+}
+
+}  // namespace
+
+void l2_normalize(Stream& s, const Rows& x, float eps, const Rows& out) {
+  launch<false>(s, arg_of(x), arg_of(x), nullptr, DType::kF32, arg_of(out), x.rows, x.cols, eps);
+}
+
+void gated_rms_norm(Stream& s, const Rows& x, const Rows& z, const Tensor& w, float eps,
+                    const Rows& out) {
+  launch<true>(s, arg_of(x), arg_of(z), w.data_ptr(), w.dtype(), arg_of(out), x.rows, x.cols, eps);
+}
+
+}  // namespace vt::cuda
