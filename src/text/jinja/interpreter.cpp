@@ -56,7 +56,7 @@ std::string py_strftime(const std::string& format, const Now& now) {
 
 Interpreter::Interpreter(const RenderLimits& limits, const Clock& clock, const Value& context)
     : limits_(limits), clock_(clock ? clock : Clock(system_now)), root_(std::make_shared<Frame>()) {
-  root_->set("range", Value::callable("range", [this](CallArgs& a) {
+  root_->set("range", Value::callable("range", [](CallArgs& a) {
     check_args(a, "range", 3, {});
     std::vector<int64_t> n;
     for (const Value& v : a.positional) {
