@@ -72,10 +72,8 @@ EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
   e.finished = o.finished;
   e.finish_reason = o.finish_reason;
   e.stop_token = o.stop_token;
-  if (const Request* r = scheduler_.find(o.id)) {
-    e.num_prompt_tokens = r->num_prompt_tokens();
-    e.num_cached_tokens = r->num_cached_tokens;
-  }
+  e.num_prompt_tokens = o.num_prompt_tokens;
+  e.num_cached_tokens = o.num_cached_tokens;
   if (!t.detok) return e;
   std::string text;
   for (int32_t tok : o.new_token_ids) text += t.detok->add(tok);

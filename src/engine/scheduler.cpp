@@ -85,7 +85,7 @@ SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   out.finished_ids = std::move(finished_since_schedule_);
   finished_since_schedule_.clear();
-  for (const std::string& id : out.finished_ids) requests_.erase(id);
+  retired_.clear();
 
   int64_t budget = config_.max_num_batched_tokens;
   auto cap = [&](int64_t n) {
@@ -197,13 +197,17 @@ void Scheduler::finish(Request* r, RequestStatus status) {
   kv_.free(r->id);
   r->status = status;
   finished_since_schedule_.push_back(r->id);
+  // Kept alive until the next schedule(): the last SchedulerOutput may point at it.
+  auto it = requests_.find(r->id);
+  retired_.push_back(std::move(it->second));
+  requests_.erase(it);
 }
 
 bool Scheduler::finish_request(const std::string& id, RequestStatus status) {
   VT_CHECK(is_finished(status), "scheduler: finish_request('", id, "') with status ",
            to_string(status), ", expected a finished status");
   auto it = requests_.find(id);
-  if (it == requests_.end() || it->second->finished()) return false;
+  if (it == requests_.end()) return false;
   finish(it->second.get(), status);
   return true;
 }
@@ -214,14 +218,17 @@ std::vector<RequestOutput> Scheduler::update_from_output(const SchedulerOutput& 
            " sampled rows for ", output.requests.size(), " scheduled requests");
   std::vector<RequestOutput> outs;
   for (size_t i = 0; i < output.requests.size(); ++i) {
+    // The same live object: not finished meanwhile, nor replaced by a new request with its id.
     auto it = requests_.find(output.requests[i].request->id);
-    if (it == requests_.end()) continue;
+    if (it == requests_.end() || it->second.get() != output.requests[i].request) continue;
     Request& r = *it->second;
     // Aborted since schedule(), or a chunk that did not reach the end (its sample is discarded).
     if (r.status != RequestStatus::kRunning || r.num_computed_tokens < r.num_tokens()) continue;
     RequestOutput o;
     o.id = r.id;
     o.index = i;
+    o.num_prompt_tokens = r.num_prompt_tokens();
+    o.num_cached_tokens = r.num_cached_tokens;
     for (int32_t t : sampled.tokens[i]) {
       r.append_output(t);
       o.new_token_ids.push_back(t);

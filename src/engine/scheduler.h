@@ -77,6 +77,8 @@ struct RequestOutput {
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<int32_t> stop_token;
   std::size_t index = 0;  // position in SchedulerOutput::requests
+  int64_t num_prompt_tokens = 0;
+  int64_t num_cached_tokens = 0;  // prefix-cache hit at first admission
 };
 
 struct SchedulerStats {
@@ -91,8 +93,8 @@ class Scheduler {
   // Throws when a request of max_model_len tokens could not fit the cache alone.
   Scheduler(const SchedulerConfig& config, const KvCacheConfig& kv_config);
 
-  // Takes ownership; throws (naming the request) on a duplicate id or a prompt
-  // that leaves no room under max_model_len.
+  // Takes ownership; throws (naming the request) on the id of a request still
+  // waiting or running, or a prompt that leaves no room under max_model_len.
   void add_request(std::unique_ptr<Request> request);
 
   SchedulerOutput schedule();
@@ -106,6 +108,8 @@ class Scheduler {
   bool abort(const std::string& id) { return finish_request(id, RequestStatus::kFinishedAborted); }
 
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  // A waiting or running request; nullptr once it has finished. A finished id
+  // may be reused by a new request at once.
   const Request* find(const std::string& id) const;
   SchedulerStats stats() const;
   const KvCacheManager& kv_cache() const { return kv_; }
@@ -121,7 +125,8 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvCacheManager kv_;
-  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
+  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;  // waiting or running
+  std::vector<std::unique_ptr<Request>> retired_;  // finished since the last schedule()
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // in admission order
   std::vector<std::string> finished_since_schedule_;

@@ -179,6 +179,25 @@ TEST(Scheduler, AbortFreesBlocksWhetherWaitingRunningOrMidStep) {
   EXPECT_EQ(s.find("run"), nullptr);
 }
 
+TEST(Scheduler, AFinishedIdCanBeReusedAtOnce) {
+  Scheduler s(sched_config(100), kv_config(20));
+  s.add_request(req("a", 6, 4, 100));
+  auto out = s.schedule();
+  ASSERT_TRUE(s.abort("a"));
+  s.add_request(req("a", 3, 2, 700));  // a new request, same id, before the old step is applied
+  EXPECT_TRUE(s.update_from_output(out, sample_all(out)).empty());  // the old one's sample is dropped
+  EXPECT_EQ(s.find("a")->num_output_tokens(), 0);
+  out = s.schedule();
+  EXPECT_EQ(out.finished_ids, std::vector<std::string>{"a"});
+  ASSERT_EQ(out.requests.size(), 1u);
+  EXPECT_EQ(out.requests[0].num_new_tokens, 3);
+  EXPECT_EQ(out.requests[0].request->prompt_token_ids[0], 700);
+  auto res = s.update_from_output(out, sample_all(out));
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].num_prompt_tokens, 3);
+  EXPECT_EQ(s.stats().kv.num_free_blocks, 19 - 1);
+}
+
 TEST(Scheduler, StopsAtMaxTokensWithLengthReason) {
   Scheduler s(sched_config(100), kv_config(20));
   s.add_request(req("a", 3, 3));
