@@ -5,13 +5,15 @@
 // its paged K/V tensors [num_blocks, block_size, Hkv, D] (written through
 // slot_mapping, read through block_table: vt/ops/attention.h); GDN layer i gets its
 // conv state [slots, K-1, conv_dim] and recurrent state [slots, Hv, Dk, Dv], both f32
-// and indexed by state slot (vt/ops/gdn.h). ModelCache owns such tensors for every
-// layer, zero-initialised; the engine may provide its own CacheView instead.
+// and indexed by state slot (vt/ops/gdn.h). All of them live on the model's device,
+// the KV tensors in the model's dtype (Model::dtype()). ModelCache owns such tensors
+// for every layer, zero-initialised; the engine may provide its own CacheView instead.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "vt/stream.h"
 #include "vt/tensor.h"
 
 namespace vtllm::models {
@@ -46,9 +48,12 @@ class CacheView {
 class ModelCache final : public CacheView {
  public:
   // num_blocks x block_size KV slots per attention layer (kv_dtype), num_state_slots
-  // GDN state slots per GDN layer, all zeroed, on the CPU.
+  // GDN state slots per GDN layer, all zeroed (on `s`) on the stream's device.
+  ModelCache(vt::Stream& s, const CacheSpec& spec, int64_t num_blocks, int64_t block_size,
+             int64_t num_state_slots, vt::DType kv_dtype);
+  // The same on the CPU with an f32 KV cache (the CPU reference models).
   ModelCache(const CacheSpec& spec, int64_t num_blocks, int64_t block_size,
-             int64_t num_state_slots, vt::DType kv_dtype = vt::DType::kF32);
+             int64_t num_state_slots);
 
   AttentionCache attention(int64_t layer) override;
   GdnState gdn(int64_t layer) override;

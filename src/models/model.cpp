@@ -7,6 +7,10 @@
 
 namespace vtllm::models {
 
+vt::DType LoadConfig::default_dtype(vt::Device device) {
+  return device.is_cpu() ? vt::DType::kF32 : vt::DType::kBF16;
+}
+
 ModelOptions ModelOptions::from_env() {
   ModelOptions o;
   if (const char* v = std::getenv("VT_FUSE_ATTN_PREAMBLE")) {

@@ -1,17 +1,28 @@
 // Model: the forward contract every architecture implements (DESIGN §5).
 //
-// forward() runs all T tokens of a ForwardBatch through the decoder, writing each
-// attention layer's K/V and each GDN layer's state into the CacheView, and returns
-// the final-normed hidden state [T, hidden] (f32 on the CPU). compute_logits() projects
-// chosen rows of it through lm_head: [rows.size(), vocab] f32. A Model holds only
-// weights: one Model serves any number of sequences, whose state lives in the cache.
-// Not thread-safe: one forward at a time.
+// A Model lives on one device and computes in one activation dtype (dtype(): the
+// residual stream, projections, attention, KV cache and logits; DESIGN §9): f32 on
+// the CPU (the reference, held to the f32 oracle), bf16 on CUDA (held to the bf16
+// oracle, rounding where it rounds). Norms, softmax, GDN state and the attention
+// preamble compute in f32 inside the ops whatever the dtype; GDN state is f32.
+//
+// forward() runs all T tokens of a ForwardBatch through the decoder on a stream of the
+// model's device, writing each attention layer's K/V and each GDN layer's state into
+// the CacheView (tensors on the model's device; KV in dtype()), and returns the
+// final-normed hidden state [T, hidden] in dtype() on the device. compute_logits()
+// projects chosen rows of it through lm_head: [rows.size(), vocab] in dtype() on the
+// device (bf16 logits on CUDA, as the oracle's). The ForwardBatch's index arrays are
+// uploaded to the device once per forward. A Model holds only weights: one Model
+// serves any number of sequences, whose state lives in the cache. Not thread-safe:
+// one forward at a time.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "io/config.h"
+#include "io/weight_loader.h"
 #include "models/cache.h"
 #include "models/forward_batch.h"
 #include "vt/stream.h"
@@ -30,6 +41,23 @@ struct ModelOptions {
   static ModelOptions from_env();
 };
 
+// Where a model is placed and where its weights come from (the registry's arguments
+// beside the config).
+struct LoadConfig {
+  vt::Device device = vt::Device::cpu();  // weights and compute; the stream must be on it
+  // The activation dtype; unset: default_dtype(device).
+  std::optional<vt::DType> dtype;
+  // kAuto: the safetensors checkpoint of the model directory; kDummy: deterministic
+  // random weights of the config's shapes (config.json alone, for benchmarks).
+  io::LoadFormat format = io::LoadFormat::kAuto;
+  uint64_t dummy_seed = 0;
+  io::LoadOptions::Progress progress = io::LoadOptions::Progress::kAuto;
+
+  // f32 on the CPU, bf16 on CUDA (DESIGN §9).
+  static vt::DType default_dtype(vt::Device device);
+  vt::DType activation_dtype() const { return dtype.value_or(default_dtype(device)); }
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -38,6 +66,9 @@ class Model {
   virtual const CacheSpec& cache_spec() const = 0;
   int64_t vocab_size() const { return config().text.vocab_size; }
   int64_t hidden_size() const { return config().text.hidden_size; }
+  virtual vt::Device device() const = 0;
+  // The activation dtype (see above); the KV cache a CacheView hands this model holds it.
+  virtual vt::DType dtype() const = 0;
 
   virtual vt::Tensor forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache) = 0;
   virtual vt::Tensor compute_logits(vt::Stream& s, const vt::Tensor& hidden,

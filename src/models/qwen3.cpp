@@ -7,7 +7,7 @@
 namespace vtllm::models {
 
 std::unique_ptr<Model> build_qwen3(const io::ModelConfig& config, WeightStore& weights,
-                                   const ModelOptions& options) {
+                                   const ModelOptions& options, vt::DType dtype) {
   const io::TextConfig& t = config.text;
   VT_CHECK(!t.attention_bias, "qwen3: attention_bias = true is not supported yet");
   VT_CHECK(t.rope.rope_type == "default", "qwen3: rope_type '", t.rope.rope_type,
@@ -25,7 +25,7 @@ std::unique_ptr<Model> build_qwen3(const io::ModelConfig& config, WeightStore& w
       .eps = float(t.rms_norm_eps),
       .rope = RopeSpec{.rotary_dim = t.rotary_dim(), .theta = t.rope.rope_theta, .mrope_section = {}},
   };
-  return build_decoder(config, spec, weights, options);
+  return build_decoder(config, spec, weights, options, dtype);
 }
 
 }  // namespace vtllm::models

@@ -10,7 +10,7 @@
 namespace vtllm::models {
 
 std::unique_ptr<Model> build_qwen3_5(const io::ModelConfig& config, WeightStore& weights,
-                                     const ModelOptions& options) {
+                                     const ModelOptions& options, vt::DType dtype) {
   const io::TextConfig& t = config.text;
   VT_CHECK(!t.moe.has_value(), "qwen3_5: the MoE variant is not supported yet");
   VT_CHECK(t.linear_attention.has_value(), "qwen3_5: the config has no linear-attention dims");
@@ -30,7 +30,7 @@ std::unique_ptr<Model> build_qwen3_5(const io::ModelConfig& config, WeightStore&
                        .theta = t.rope.rope_theta,
                        .mrope_section = t.rope.mrope_section},
   };
-  return build_decoder(config, spec, weights, options);
+  return build_decoder(config, spec, weights, options, dtype);
 }
 
 }  // namespace vtllm::models

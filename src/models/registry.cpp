@@ -9,7 +9,7 @@ namespace vtllm::models {
 
 namespace {
 using Builder = std::unique_ptr<Model> (*)(const io::ModelConfig&, WeightStore&,
-                                           const ModelOptions&);
+                                           const ModelOptions&, vt::DType);
 
 const std::map<std::string, Builder>& builders() {
   static const std::map<std::string, Builder> m = {
@@ -27,9 +27,9 @@ std::vector<std::string> supported_architectures() {
   return names;
 }
 
-std::unique_ptr<Model> load_model(const std::string& dir, vt::Stream& s,
+std::unique_ptr<Model> load_model(const io::ModelConfig& config, const std::string& dir,
+                                  vt::Stream& s, const LoadConfig& load,
                                   const ModelOptions& options) {
-  const io::ModelConfig config = io::load_model_config(dir);
   auto it = builders().find(config.architecture_class);
   if (it == builders().end()) {
     std::string list;
@@ -37,8 +37,20 @@ std::unique_ptr<Model> load_model(const std::string& dir, vt::Stream& s,
     VT_THROW(dir, "/config.json: architecture '", config.architecture_class,
              "' has no model builder (supported: ", list, ")");
   }
-  WeightStore weights(config, dir, s);
-  return it->second(config, weights, options);
+  VT_CHECK(s.device() == load.device, dir, ": a model on ", load.device.str(),
+           " needs a stream there, got one on ", s.device().str());
+  io::LoadOptions io_options;
+  io_options.device = load.device;
+  io_options.format = load.format;
+  io_options.dummy_seed = load.dummy_seed;
+  io_options.progress = load.progress;
+  WeightStore weights(config, dir, s, io_options);
+  return it->second(config, weights, options, load.activation_dtype());
+}
+
+std::unique_ptr<Model> load_model(const std::string& dir, vt::Stream& s, const LoadConfig& load,
+                                  const ModelOptions& options) {
+  return load_model(io::load_model_config(dir), dir, s, load, options);
 }
 
 }  // namespace vtllm::models

@@ -41,7 +41,7 @@ std::string fixture(const char* name) { return std::string(VTLLM_SOURCE_DIR) + "
 
 class ModelConsistency : public ::testing::TestWithParam<const char*> {
  protected:
-  void SetUp() override { model_ = load_model(fixture(GetParam()), s_, ModelOptions{}); }
+  void SetUp() override { model_ = load_model(fixture(GetParam()), s_, {}, ModelOptions{}); }
   std::vector<float> prefill_logits(const std::vector<int32_t>& ids, int64_t chunk) {
     Harness h(*model_, s_);
     Sequence seq(ids);
@@ -94,7 +94,7 @@ TEST_P(ModelConsistency, BatchedRequestsMatchEachAlone) {
 TEST_P(ModelConsistency, UnfusedPreambleMatchesFused) {
   const auto ids = random_prompt(40, model_->vocab_size(), 5);
   vt::Stream s;
-  auto unfused = load_model(fixture(GetParam()), s, ModelOptions{.fuse_attn_preamble = false});
+  auto unfused = load_model(fixture(GetParam()), s, {}, ModelOptions{.fuse_attn_preamble = false});
   Harness h(*unfused, s);
   Sequence seq(ids);
   EXPECT_LE(rel_diff(h.prefill(seq), prefill_logits(ids, 0)), 1e-6);
@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ModelConsistency,
 
 TEST(ModelPreamble, UnfusedPathRefusesMropePositions) {
   vt::Stream s;
-  auto model = load_model(fixture("tests/fixtures/qwen3_5-tiny-r2"), s,
+  auto model = load_model(fixture("tests/fixtures/qwen3_5-tiny-r2"), s, {},
                           ModelOptions{.fuse_attn_preamble = false});
   Harness h(*model, s);
   Sequence seq({1, 2, 3, 4, 5}, 3);

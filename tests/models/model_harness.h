@@ -1,7 +1,8 @@
 // Test driver for models: sequences on a paged cache, stepped through Model::forward
 // the way the engine will (flattened batch, block tables, state slots), without the
 // engine. Blocks are handed out from the END of the pool so block tables are never
-// the identity, and state slots likewise.
+// the identity, and state slots likewise. The cache is on the model's device in its
+// dtype; logits come back to the host widened to f32.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "vt/ops/copy.h"
 #include "vt/stream.h"
 
 namespace vtllm::models::testing {
@@ -28,7 +30,8 @@ class Harness {
  public:
   Harness(Model& model, vt::Stream& s, int64_t num_blocks = 96, int block_size = 16,
           int64_t num_slots = 4)
-      : model_(model), s_(s), cache_(model.cache_spec(), num_blocks, block_size, num_slots),
+      : model_(model), s_(s),
+        cache_(s, model.cache_spec(), num_blocks, block_size, num_slots, model.dtype()),
         block_size_(block_size) {
     for (int64_t b = 0; b < num_blocks; ++b) free_blocks_.push_back(int32_t(b));
     for (int64_t i = 0; i < num_slots; ++i) free_slots_.push_back(int32_t(i));
@@ -74,7 +77,10 @@ class Harness {
     b.position_rows = rows;
     for (int r = 0; r < rows; ++r) b.positions.insert(b.positions.end(), pos.begin(), pos.end());
     vt::Tensor hidden = model_.forward(s_, b, cache_);
-    vt::Tensor logits = model_.compute_logits(s_, hidden, b.logits_indices);
+    vt::Tensor logits = vt::to_device(s_, model_.compute_logits(s_, hidden, b.logits_indices),
+                                      vt::Device::cpu());
+    vt::Stream cpu(vt::Device::cpu(), 1);
+    logits = vt::to_dtype(cpu, logits, vt::DType::kF32);
     for (auto& [seq, n] : work) seq->computed += n;
     std::vector<std::vector<float>> out;
     const int64_t V = logits.size(1);

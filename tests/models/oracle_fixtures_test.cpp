@@ -64,7 +64,7 @@ void run_fixture(const std::string& rel_dir) {
   const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/" + rel_dir;
   const json ref = read_json(dir + "/reference.json");
   vt::Stream s;
-  auto model = load_model(dir, s, ModelOptions{});
+  auto model = load_model(dir, s, {}, ModelOptions{});
   StepCheck c;
   for (const auto& p : ref["prompts"]) {
     const std::string what = rel_dir + " prompt '" + p["name"].get<std::string>() + "'";

@@ -15,12 +15,12 @@ FullAttention::FullAttention(const AttentionDims& d, WeightStore& w, const std::
                              bool fused_preamble)
     : d_(d), fused_(fused_preamble) {
   const int64_t qrows = d.heads * d.head_dim * (d.output_gate ? 2 : 1);
-  q_proj_ = w.get(prefix + "q_proj.weight", {qrows, d.hidden});
-  k_proj_ = w.get(prefix + "k_proj.weight", {d.kv_heads * d.head_dim, d.hidden});
-  v_proj_ = w.get(prefix + "v_proj.weight", {d.kv_heads * d.head_dim, d.hidden});
-  o_proj_ = w.get(prefix + "o_proj.weight", {d.hidden, d.heads * d.head_dim});
-  q_norm_ = w.get(prefix + "q_norm.weight", {d.head_dim});
-  k_norm_ = w.get(prefix + "k_norm.weight", {d.head_dim});
+  q_proj_ = w.take(prefix + "q_proj.weight", {qrows, d.hidden});
+  k_proj_ = w.take(prefix + "k_proj.weight", {d.kv_heads * d.head_dim, d.hidden});
+  v_proj_ = w.take(prefix + "v_proj.weight", {d.kv_heads * d.head_dim, d.hidden});
+  o_proj_ = w.take(prefix + "o_proj.weight", {d.hidden, d.heads * d.head_dim});
+  q_norm_ = w.take(prefix + "q_norm.weight", {d.head_dim});
+  k_norm_ = w.take(prefix + "k_norm.weight", {d.head_dim});
 }
 
 void FullAttention::unfused_preamble(vt::Stream& s, const vt::Tensor& qg, const vt::Tensor& k,
@@ -34,26 +34,29 @@ void FullAttention::unfused_preamble(vt::Stream& s, const vt::Tensor& qg, const 
   const vt::Tensor heads = qg.view({T, d_.heads, per_head});
   vt::rms_norm(s, heads.slice(2, 0, d_.head_dim), q_norm_, d_.eps, d_.norm_kind, q_out);
   vt::rms_norm(s, k.view({T, d_.kv_heads, d_.head_dim}), k_norm_, d_.eps, d_.norm_kind, k_out);
-  const vt::Tensor cos_sin = vt::rope_cos_sin_1d(in.positions, d_.rope.rotary_dim, d_.rope.theta);
-  vt::rope_neox(s, q_out, cos_sin, q_out);
-  vt::rope_neox(s, k_out, cos_sin, k_out);
+  // For 1-D positions in.cos_sin is the plain 1-D table (vt/ops/attn_preamble.h).
+  vt::rope_neox(s, q_out, in.cos_sin, q_out);
+  vt::rope_neox(s, k_out, in.cos_sin, k_out);
   if (d_.output_gate) vt::sigmoid(s, heads.slice(2, d_.head_dim, 2 * d_.head_dim), gate);
 }
 
 void FullAttention::forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in,
                             AttentionCache& cache, vt::Tensor& out) const {
   const int64_t T = x.size(0), D = d_.head_dim;
-  const vt::DType f32 = vt::DType::kF32;
-  vt::Tensor qg = vt::Tensor::empty({T, q_proj_.size(0)}, f32);
-  vt::Tensor k_raw = vt::Tensor::empty({T, d_.kv_heads * D}, f32);
-  vt::Tensor v = vt::Tensor::empty({T, d_.kv_heads * D}, f32);
+  // Every activation in x's dtype: in bf16 each projection, the normed and rotated q/k,
+  // the sigmoid gate and the gated output round to bf16, as the oracle (qwen3_5.md §6).
+  const vt::DType dt = x.dtype();
+  const vt::Device dev = x.device();
+  vt::Tensor qg = vt::Tensor::empty({T, q_proj_.size(0)}, dt, dev);
+  vt::Tensor k_raw = vt::Tensor::empty({T, d_.kv_heads * D}, dt, dev);
+  vt::Tensor v = vt::Tensor::empty({T, d_.kv_heads * D}, dt, dev);
   vt::linear(s, x, q_proj_, qg);
   vt::linear(s, x, k_proj_, k_raw);
   vt::linear(s, x, v_proj_, v);
 
-  vt::Tensor q = vt::Tensor::empty({T, d_.heads, D}, f32);
-  vt::Tensor k = vt::Tensor::empty({T, d_.kv_heads, D}, f32);
-  vt::Tensor gate = d_.output_gate ? vt::Tensor::empty({T, d_.heads, D}, f32) : vt::Tensor();
+  vt::Tensor q = vt::Tensor::empty({T, d_.heads, D}, dt, dev);
+  vt::Tensor k = vt::Tensor::empty({T, d_.kv_heads, D}, dt, dev);
+  vt::Tensor gate = d_.output_gate ? vt::Tensor::empty({T, d_.heads, D}, dt, dev) : vt::Tensor();
   if (fused_)
     vt::attn_qk_norm_rope_gate(s, qg, k_raw, q_norm_, k_norm_, d_.eps, d_.norm_kind, in.cos_sin, q,
                                k, gate);
@@ -61,7 +64,7 @@ void FullAttention::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
     unfused_preamble(s, qg, k_raw, in, q, k, gate);
 
   vt::kv_cache_write(s, k, v.view({T, d_.kv_heads, D}), in.slot_mapping, cache.k, cache.v);
-  vt::Tensor o = vt::Tensor::empty({T, d_.heads, D}, f32);
+  vt::Tensor o = vt::Tensor::empty({T, d_.heads, D}, dt, dev);
   vt::paged_attention(s, q, cache.k, cache.v, in.query_start_loc, in.seq_lens, in.block_table,
                       1.0f / std::sqrt(float(D)), o);
   if (d_.output_gate) vt::mul(s, o, gate, o);

@@ -32,7 +32,8 @@ class FullAttention {
   FullAttention(const AttentionDims& dims, WeightStore& weights, const std::string& prefix,
                 bool fused_preamble);
 
-  // out [T, hidden] f32 (must not overlap x).
+  // x [T, hidden] on the weights' device; every activation is computed in x's dtype.
+  // out [T, hidden] in that dtype (must not overlap x).
   void forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in, AttentionCache& cache,
                vt::Tensor& out) const;
 

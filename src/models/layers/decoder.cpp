@@ -24,22 +24,24 @@ struct Layer {
 class DecoderModel final : public Model {
  public:
   DecoderModel(const io::ModelConfig& config, const DecoderSpec& spec, WeightStore& w,
-               const ModelOptions& options)
-      : config_(config), spec_(spec) {
+               const ModelOptions& options, vt::DType dtype)
+      : config_(config), spec_(spec), device_(w.device()), dtype_(dtype) {
+    VT_CHECK(vt::is_floating(dtype) && dtype != vt::DType::kF8E4M3, "model: activation dtype ",
+             vt::dtype_name(dtype), " is not one of f32, bf16, f16");
     const io::TextConfig& t = config.text;
     const std::string& p = w.prefix();
     const float eps = float(t.rms_norm_eps);
-    embed_ = w.get(p + "embed_tokens.weight", {t.vocab_size, t.hidden_size});
+    embed_ = w.take(p + "embed_tokens.weight", {t.vocab_size, t.hidden_size});
     lm_head_ = config.tie_word_embeddings ? embed_
-                                          : w.get("lm_head.weight", {t.vocab_size, t.hidden_size});
-    norm_ = w.get(p + "norm.weight", {t.hidden_size});
+                                          : w.take("lm_head.weight", {t.vocab_size, t.hidden_size});
+    norm_ = w.take(p + "norm.weight", {t.hidden_size});
     VT_CHECK(int64_t(t.layer_types.size()) == t.num_hidden_layers, "config: ",
              t.layer_types.size(), " layer_types for ", t.num_hidden_layers, " layers");
     for (int64_t i = 0; i < t.num_hidden_layers; ++i) {
       const std::string lp = p + "layers." + std::to_string(i) + ".";
       Layer& l = layers_.emplace_back();
-      l.input_norm = w.get(lp + "input_layernorm.weight", {t.hidden_size});
-      l.post_norm = w.get(lp + "post_attention_layernorm.weight", {t.hidden_size});
+      l.input_norm = w.take(lp + "input_layernorm.weight", {t.hidden_size});
+      l.post_norm = w.take(lp + "post_attention_layernorm.weight", {t.hidden_size});
       LayerCacheSpec c;
       switch (t.layer_types[size_t(i)]) {
         case io::LayerType::kFullAttention:
@@ -67,15 +69,21 @@ class DecoderModel final : public Model {
 
   const io::ModelConfig& config() const override { return config_; }
   const CacheSpec& cache_spec() const override { return cache_spec_; }
+  vt::Device device() const override { return device_; }
+  vt::DType dtype() const override { return dtype_; }
 
   vt::Tensor forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache) override {
+    check_stream(s, "forward");
     validate_forward_batch(batch, has_gdn_);
-    const BatchInputs in = make_batch_inputs(batch, spec_.uses_rope ? &spec_.attention.rope : nullptr);
+    const BatchInputs in =
+        make_batch_inputs(s, batch, spec_.uses_rope ? &spec_.attention.rope : nullptr, dtype_);
     const int64_t T = batch.num_tokens(), H = hidden_size();
     const float eps = float(config_.text.rms_norm_eps);
-    vt::Tensor x = vt::Tensor::empty({T, H}, vt::DType::kF32);
-    vt::Tensor a = vt::Tensor::empty({T, H}, vt::DType::kF32);
-    vt::Tensor m = vt::Tensor::empty({T, H}, vt::DType::kF32);
+    // The residual stream is in the activation dtype: in bf16 every residual add rounds,
+    // as the oracle's (qwen3_5.md §4).
+    vt::Tensor x = vt::Tensor::empty({T, H}, dtype_, device_);
+    vt::Tensor a = vt::Tensor::empty({T, H}, dtype_, device_);
+    vt::Tensor m = vt::Tensor::empty({T, H}, dtype_, device_);
     vt::embedding(s, embed_, in.token_ids, x);
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Layer& l = layers_[i];
@@ -98,21 +106,28 @@ class DecoderModel final : public Model {
 
   vt::Tensor compute_logits(vt::Stream& s, const vt::Tensor& hidden,
                             const std::vector<int32_t>& rows) override {
+    check_stream(s, "compute_logits");
     VT_CHECK(hidden.dim() == 2 && hidden.size(1) == hidden_size(), "compute_logits: hidden ",
              hidden.str(), " is not [T, ", hidden_size(), "]");
     const int64_t R = int64_t(rows.size());
-    vt::Tensor picked = vt::Tensor::empty({R, hidden_size()}, vt::DType::kF32);
-    vt::Tensor idx = vt::Tensor::from_blob(const_cast<int32_t*>(rows.data()), {R}, vt::DType::kI32,
-                                           vt::Device::cpu(), nullptr);
-    vt::embedding(s, hidden, idx, picked);  // a row gather: hidden is the "table"
-    vt::Tensor logits = vt::Tensor::empty({R, vocab_size()}, vt::DType::kF32);
+    vt::Tensor picked = vt::Tensor::empty({R, hidden_size()}, dtype_, device_);
+    vt::embedding(s, hidden, index_tensor(rows), picked);  // a row gather of hidden
+    // Logits in the activation dtype: the bf16 oracle's logits are bf16 (qwen3_5.md §10).
+    vt::Tensor logits = vt::Tensor::empty({R, vocab_size()}, dtype_, device_);
     vt::linear(s, picked, lm_head_, logits);
     return logits;
   }
 
  private:
+  void check_stream(const vt::Stream& s, const char* what) const {
+    VT_CHECK(s.device() == device_, "model ", what, ": a stream on ", s.device().str(),
+             " for a model on ", device_.str());
+  }
+
   io::ModelConfig config_;
   DecoderSpec spec_;
+  vt::Device device_;
+  vt::DType dtype_;
   vt::Tensor embed_, lm_head_, norm_;
   std::vector<Layer> layers_;
   CacheSpec cache_spec_;
@@ -122,8 +137,9 @@ class DecoderModel final : public Model {
 }  // namespace
 
 std::unique_ptr<Model> build_decoder(const io::ModelConfig& config, const DecoderSpec& spec,
-                                     WeightStore& weights, const ModelOptions& options) {
-  return std::make_unique<DecoderModel>(config, spec, weights, options);
+                                     WeightStore& weights, const ModelOptions& options,
+                                     vt::DType dtype) {
+  return std::make_unique<DecoderModel>(config, spec, weights, options, dtype);
 }
 
 }  // namespace vtllm::models

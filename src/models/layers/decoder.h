@@ -4,7 +4,9 @@
 //   per layer: x += mixer(norm(x));  x += mlp(norm(x))     (mixer: FullAttention or GDN)
 //   hidden = norm(x);  logits = hidden . lm_head^T          (lm_head = embed_tokens when tied)
 //
-// The residual stream is f32 (the CPU backend is f32 throughout, as the f32 oracle).
+// Everything runs in the model's activation dtype on the weights' device (model.h):
+// f32 on the CPU (as the f32 oracle), bf16 on CUDA, where the residual stream, every
+// projection and the logits round to bf16 as the bf16 oracle's do.
 // An architecture file fills a DecoderSpec from its config and calls build_decoder.
 #pragma once
 
@@ -24,8 +26,10 @@ struct DecoderSpec {
 };
 
 // Builds the stack from `config` (layer_types picks FullAttention or GatedDeltaNet per
-// layer) with the weights of `weights`, and checks that every parameter was used.
+// layer) with the weights of `weights` (on their device), and checks that every
+// parameter was used. `dtype`: the activation dtype (f32, bf16 or f16).
 std::unique_ptr<Model> build_decoder(const io::ModelConfig& config, const DecoderSpec& spec,
-                                     WeightStore& weights, const ModelOptions& options);
+                                     WeightStore& weights, const ModelOptions& options,
+                                     vt::DType dtype);
 
 }  // namespace vtllm::models

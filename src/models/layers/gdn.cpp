@@ -1,9 +1,10 @@
 #include "models/layers/gdn.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "base/error.h"
+#include "vt/ops/copy.h"
+#include "vt/ops/fill.h"
 #include "vt/ops/gdn.h"
 #include "vt/ops/gemm.h"
 #include "vt/ops/norm.h"
@@ -11,14 +12,12 @@
 namespace vtllm::models {
 
 namespace {
-// Zeroes slot `slot` of a [slots, ...] f32 CPU state tensor: a sequence starts from zero.
-void zero_slot(vt::Tensor& t, int64_t slot) {
-  VT_CHECK(t.device().is_cpu(), "GatedDeltaNet: zeroing a state slot on ", t.device().str(),
-           " has no implementation yet");
+// Zeroes slot `slot` of a [slots, ...] state tensor: a sequence starts from zero.
+void zero_slot(vt::Stream& s, vt::Tensor& t, int64_t slot) {
   VT_CHECK(slot >= 0 && slot < t.size(0), "GatedDeltaNet: state slot ", slot, " is not one of ",
            t.size(0));
   vt::Tensor row = t.select(0, slot);
-  std::memset(row.data_ptr(), 0, row.nbytes());
+  vt::zero(s, row);
 }
 }  // namespace
 
@@ -26,15 +25,15 @@ GatedDeltaNet::GatedDeltaNet(const io::LinearAttentionConfig& d, int64_t hidden,
                              WeightStore& w, const std::string& prefix)
     : d_(d), hidden_(hidden), eps_(eps) {
   const int64_t hv = d.num_value_heads, K = d.conv_kernel_dim;
-  in_proj_qkv_ = w.get(prefix + "in_proj_qkv.weight", {d.conv_dim(), hidden});
-  in_proj_z_ = w.get(prefix + "in_proj_z.weight", {d.value_dim(), hidden});
-  in_proj_b_ = w.get(prefix + "in_proj_b.weight", {hv, hidden});
-  in_proj_a_ = w.get(prefix + "in_proj_a.weight", {hv, hidden});
-  conv_w_ = w.get(prefix + "conv1d.weight", {d.conv_dim(), 1, K}).view({d.conv_dim(), K});
-  a_log_ = w.get(prefix + "A_log", {hv});
-  dt_bias_ = w.get(prefix + "dt_bias", {hv});
-  norm_ = w.get(prefix + "norm.weight", {d.value_head_dim});
-  out_proj_ = w.get(prefix + "out_proj.weight", {hidden, d.value_dim()});
+  in_proj_qkv_ = w.take(prefix + "in_proj_qkv.weight", {d.conv_dim(), hidden});
+  in_proj_z_ = w.take(prefix + "in_proj_z.weight", {d.value_dim(), hidden});
+  in_proj_b_ = w.take(prefix + "in_proj_b.weight", {hv, hidden});
+  in_proj_a_ = w.take(prefix + "in_proj_a.weight", {hv, hidden});
+  conv_w_ = w.take(prefix + "conv1d.weight", {d.conv_dim(), 1, K}).view({d.conv_dim(), K});
+  a_log_ = w.take(prefix + "A_log", {hv});
+  dt_bias_ = w.take(prefix + "dt_bias", {hv});
+  norm_ = w.take(prefix + "norm.weight", {d.value_head_dim});
+  out_proj_ = w.take(prefix + "out_proj.weight", {hidden, d.value_dim()});
 }
 
 LayerCacheSpec GatedDeltaNet::cache_spec() const {
@@ -50,30 +49,32 @@ LayerCacheSpec GatedDeltaNet::cache_spec() const {
 
 void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in,
                             GdnState& state, vt::Tensor& out) const {
-  const ForwardBatch& b = *in.batch;
   VT_CHECK(in.state_slots.defined(), "GatedDeltaNet: the batch has no state_slots");
   VT_CHECK(x.dim() == 2 && x.size(1) == hidden_, "GatedDeltaNet: x ", x.str(), " is not [T, ",
            hidden_, "]");
   const int64_t T = x.size(0), hk = d_.num_key_heads, hv = d_.num_value_heads;
   const int64_t dk = d_.key_head_dim, dv = d_.value_head_dim, kd = d_.key_dim();
-  const vt::DType f32 = vt::DType::kF32;
-  vt::Tensor mixed = vt::Tensor::empty({T, d_.conv_dim()}, f32);
-  vt::Tensor z = vt::Tensor::empty({T, d_.value_dim()}, f32);
-  vt::Tensor bl = vt::Tensor::empty({T, hv}, f32), al = vt::Tensor::empty({T, hv}, f32);
+  // Activations in x's dtype (in bf16 the projections, conv output, o and y round as the
+  // oracle's, qwen3_5.md §8); q/k after l2norm, the gates and the state stay f32 (§8.4-8.6).
+  const vt::DType dt = x.dtype(), f32 = vt::DType::kF32;
+  const vt::Device dev = x.device();
+  vt::Tensor mixed = vt::Tensor::empty({T, d_.conv_dim()}, dt, dev);
+  vt::Tensor z = vt::Tensor::empty({T, d_.value_dim()}, dt, dev);
+  vt::Tensor bl = vt::Tensor::empty({T, hv}, dt, dev), al = vt::Tensor::empty({T, hv}, dt, dev);
   vt::linear(s, x, in_proj_qkv_, mixed);
   vt::linear(s, x, in_proj_z_, z);
   vt::linear(s, x, in_proj_b_, bl);
   vt::linear(s, x, in_proj_a_, al);
 
-  for (int64_t r = 0; r < b.num_requests(); ++r)
-    if (b.context_lens[size_t(r)] == 0) {
-      zero_slot(state.conv, b.state_slots[size_t(r)]);
-      zero_slot(state.recurrent, b.state_slots[size_t(r)]);
-    }
+  for (int32_t slot : in.new_state_slots) {
+    zero_slot(s, state.conv, slot);
+    zero_slot(s, state.recurrent, slot);
+  }
 
-  vt::Tensor act = vt::Tensor::empty({T, d_.conv_dim()}, f32);
+  vt::Tensor act = vt::Tensor::empty({T, d_.conv_dim()}, dt, dev);
   vt::causal_conv1d_silu(s, mixed, conv_w_, in.query_start_loc, state.conv, in.state_slots, act);
-  vt::Tensor q = vt::Tensor::empty({T, hk, dk}, f32), k = vt::Tensor::empty({T, hk, dk}, f32);
+  vt::Tensor q = vt::Tensor::empty({T, hk, dk}, f32, dev);
+  vt::Tensor k = vt::Tensor::empty({T, hk, dk}, f32, dev);
   for (int64_t h = 0; h < hk; ++h) {  // per head: act's rows do not collapse across heads
     vt::Tensor qh = q.select(1, h), kh = k.select(1, h);
     vt::l2_normalize(s, act.slice(1, h * dk, (h + 1) * dk), 1e-6f, qh);
@@ -81,9 +82,14 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
   }
   const vt::Tensor v = act.slice(1, 2 * kd, d_.conv_dim()).reshape({T, hv, dv});
 
-  vt::Tensor g = vt::Tensor::empty({T, hv}, f32), beta = vt::Tensor::empty({T, hv}, f32);
+  vt::Tensor g = vt::Tensor::empty({T, hv}, f32, dev), beta = vt::Tensor::empty({T, hv}, f32, dev);
   vt::gdn_gates(s, al, bl, a_log_, dt_bias_, g, beta);
-  vt::Tensor o = vt::Tensor::empty({T, hv, dv}, f32);
+  if (dt != f32) {  // the oracle rounds sigmoid(b) to bf16 before using it in f32 (§8.4)
+    vt::Tensor narrow = vt::Tensor::empty({T, hv}, dt, dev);
+    vt::copy(s, beta, narrow);
+    vt::copy(s, narrow, beta);
+  }
+  vt::Tensor o = vt::Tensor::empty({T, hv, dv}, dt, dev);
   const float scale = 1.0f / std::sqrt(float(dk));
   if (in.decode_only)
     vt::gated_delta_rule_recurrent(s, q, k, v, g, beta, scale, in.query_start_loc,
@@ -91,7 +97,7 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
   else
     vt::gated_delta_rule_chunked(s, q, k, v, g, beta, scale, in.query_start_loc, state.recurrent,
                                  in.state_slots, o);
-  vt::Tensor y = vt::Tensor::empty({T, hv, dv}, f32);
+  vt::Tensor y = vt::Tensor::empty({T, hv, dv}, dt, dev);
   vt::gated_rms_norm(s, o, z.view({T, hv, dv}), norm_, eps_, y);
   vt::linear(s, y.view({T, hv * dv}), out_proj_, out);
 }

@@ -26,7 +26,9 @@ class GatedDeltaNet {
   GatedDeltaNet(const io::LinearAttentionConfig& dims, int64_t hidden, float eps,
                 WeightStore& weights, const std::string& prefix);
 
-  // out [T, hidden] f32 (must not overlap x).
+  // x [T, hidden] on the weights' device; activations in x's dtype (see forward()).
+  // out [T, hidden] in that dtype (must not overlap x). State slots of requests that
+  // start a sequence are zeroed first (in.new_state_slots).
   void forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in, GdnState& state,
                vt::Tensor& out) const;
 

@@ -1,7 +1,7 @@
 // SwiGluMlp: down_proj(silu(gate_proj x) * up_proj x), the dense MLP of Qwen3 / Qwen3.5.
 // Weights under `prefix` ("model.layers.3.mlp."): gate_proj and up_proj [I, H],
-// down_proj [H, I]; gate and up are stacked into one [2I, H] matrix at load so one
-// GEMM feeds vt::silu_and_mul.
+// down_proj [H, I]; gate and up are stacked into one [2I, H] matrix (on the weights'
+// device, in their dtype) at load so one GEMM feeds vt::silu_and_mul.
 #pragma once
 
 #include <string>
@@ -13,7 +13,7 @@ namespace vtllm::models {
 class SwiGluMlp {
  public:
   SwiGluMlp(int64_t hidden, int64_t intermediate, WeightStore& weights, const std::string& prefix);
-  // out [T, hidden] f32 (must not overlap x).
+  // out [T, hidden] in x's dtype, as every activation (must not overlap x).
   void forward(vt::Stream& s, const vt::Tensor& x, vt::Tensor& out) const;
 
  private:

@@ -1,18 +1,24 @@
-// WeightStore: a model's parameters, fetched by state-dict name as f32 CPU tensors.
+// WeightStore: a model's parameters, handed to the layers that build it, by state-dict name.
 //
-// Opens the checkpoint of `dir` and takes io::param_specs(config) (language model
-// only) as the list of what must be there: get() refuses a name that is not in that
-// list or whose file shape differs from the spec, and check_all_used() after building
-// names the first parameter no layer asked for, so a forgotten weight cannot go
-// unnoticed. bf16/f16 values are widened exactly (the CPU backend computes in f32).
+// A thin adapter over the io weight loader (io/weight_loader.h), which does the reading:
+// io::load_model_weights() places every parameter of io::param_specs(config) (language
+// model only) on the model's device, in the checkpoint's dtype (bf16 stays bf16; the
+// CPU ops widen it on the fly), or makes deterministic dummy weights of those shapes
+// (LoadFormat::kDummy: config.json alone). On the CPU the tensors may be read-only
+// views into the mapped file: never write to a weight.
+//
+// What the adapter adds: take() hands a parameter to exactly one layer, checking the
+// shape the layer expects, and releases the store's reference (a layer that repacks a
+// weight, like the MLP's stacked gate/up, frees the original as it goes);
+// check_all_used() after building names the first parameter no layer asked for, so a
+// forgotten weight cannot go unnoticed.
 #pragma once
 
 #include <set>
 #include <string>
 
-#include "io/checkpoint.h"
 #include "io/config.h"
-#include "io/param_specs.h"
+#include "io/weight_loader.h"
 #include "vt/stream.h"
 #include "vt/tensor.h"
 
@@ -20,23 +26,29 @@ namespace vtllm::models {
 
 class WeightStore {
  public:
-  WeightStore(const io::ModelConfig& config, const std::string& dir, vt::Stream& s);
+  // Loads (or makes, for options.format == kDummy) the language-model parameters of
+  // `config` from `dir` onto options.device; `s` is a stream on that device (or the CPU).
+  WeightStore(const io::ModelConfig& config, const std::string& dir, vt::Stream& s,
+              const io::LoadOptions& options);
 
-  // The parameter `name` (full state-dict name) with exactly `shape`, as f32.
-  vt::Tensor get(const std::string& name, const vt::Shape& shape);
+  // The parameter `name` (full state-dict name) with exactly `shape`, on the device, in
+  // its checkpoint dtype. Each parameter can be taken once.
+  vt::Tensor take(const std::string& name, const vt::Shape& shape);
   // "model." or "model.language_model.": where the decoder's parameters live.
   const std::string& prefix() const { return prefix_; }
-  // The stream weights are converted on (for layers that reshape them at load).
+  // A stream on the weights' device (for layers that repack weights at load).
   vt::Stream& stream() { return stream_; }
-  // Throws naming the first expected parameter that get() was never asked for.
+  vt::Device device() const { return device_; }
+  // Throws naming the first loaded parameter that take() was never asked for.
   void check_all_used() const;
 
  private:
-  io::Checkpoint ckpt_;
-  std::vector<io::ParamSpec> specs_;
-  std::set<std::string, std::less<>> used_;
+  std::string dir_;
+  io::Weights weights_;
+  std::set<std::string, std::less<>> taken_;
   std::string prefix_;
   vt::Stream& stream_;
+  vt::Device device_;
 };
 
 }  // namespace vtllm::models
