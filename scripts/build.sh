@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
+# Let ccache share objects between clones and build folders (CI builds a fresh
+# clone in another folder): paths under the tree are hashed relative to it.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 jobs=${JOBS:-$(nproc)}
 if [ ! -f "$build_dir/build.ninja" ] || [ "$#" -gt 0 ]; then
   cmake -S . -B "$build_dir" -G Ninja "$@"
