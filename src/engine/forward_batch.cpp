@@ -49,6 +49,8 @@ ForwardBatch build_forward_batch(const SchedulerOutput& output, int block_size) 
       fb.logits_requests.push_back(static_cast<int32_t>(b));
     }
   }
+  fb.state_copies_before = output.state_copies_before;
+  fb.state_copies_after = output.state_copies_after;
   return fb;
 }
 

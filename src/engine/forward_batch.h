@@ -36,6 +36,10 @@ struct ForwardBatch {
   // step reaches its end), and which request (index into the batch) each is.
   std::vector<int32_t> logits_indices;
   std::vector<int32_t> logits_requests;
+  // Hybrid prefix caching: copy GDN state src -> dst for every pair, all of
+  // `before` ahead of the forward pass and all of `after` once it is done.
+  std::vector<StateCopy> state_copies_before;
+  std::vector<StateCopy> state_copies_after;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_requests() const { return static_cast<int64_t>(seq_lens.size()); }

@@ -1,6 +1,7 @@
 #include "engine/kv_cache_manager.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/error.h"
 
@@ -15,11 +16,21 @@ std::span<const int32_t> block_tokens(const Request& r, int64_t block, int bs) {
 
 }  // namespace
 
+namespace {
+bool caching_on(const KvCacheConfig& c) {
+  return c.enable_prefix_caching && (c.num_state_slots == 0 || c.num_state_snapshots > 0);
+}
+}  // namespace
+
 KvCacheManager::KvCacheManager(const KvCacheConfig& config)
-    : pool_(config.num_blocks, config.block_size,
-            config.enable_prefix_caching && config.num_state_slots == 0),
-      prefix_caching_(config.enable_prefix_caching && config.num_state_slots == 0) {
-  if (config.num_state_slots > 0) states_.emplace(config.num_state_slots);
+    : pool_(config.num_blocks, config.block_size, caching_on(config)),
+      prefix_caching_(caching_on(config)) {
+  VT_CHECK(config.num_state_snapshots >= 0, "kv cache: num_state_snapshots = ",
+           config.num_state_snapshots);
+  if (config.num_state_slots > 0) {
+    states_.emplace(config.num_state_slots);
+    if (prefix_caching_) snapshots_.emplace(config.num_state_slots, config.num_state_snapshots);
+  }
 }
 
 PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
@@ -37,6 +48,14 @@ PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
     auto found = pool_.lookup(hashes[b], parent, block_tokens(request, b, bs), keys);
     if (!found) break;
     hit.blocks.push_back(*found);
+  }
+  if (snapshots_) {
+    // Cut back to the longest boundary whose GDN state was saved.
+    while (!hit.blocks.empty()) {
+      hit.state_snapshot = snapshots_->lookup(hashes[hit.blocks.size() - 1]);
+      if (hit.state_snapshot) break;
+      hit.blocks.pop_back();
+    }
   }
   hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
   return hit;
@@ -68,6 +87,7 @@ bool KvCacheManager::allocate_slots(Request& request, int64_t num_new_tokens, co
   }
   ReqCache& rc = reqs_[request.id];
   if (states_) states_->ensure(request.id);
+  if (hit.state_snapshot) rc.restore = StateCopy{*hit.state_snapshot, *states_->slot_of(request.id)};
   pool_.touch(hit.blocks);
   rc.blocks.insert(rc.blocks.end(), hit.blocks.begin(), hit.blocks.end());
   rc.num_cached_blocks = std::max<int64_t>(rc.num_cached_blocks, hit.blocks.size());
@@ -103,6 +123,44 @@ void KvCacheManager::free(const std::string& request_id) {
   reqs_.erase(it);
 }
 
+void KvCacheManager::begin_step() {
+  if (snapshots_) snapshots_->begin_step();
+}
+
+int64_t KvCacheManager::prefill_boundary(const Request& request) const {
+  if (!snapshots_) return 0;
+  // The longest prefix a later request with this prompt can hit (its last token is recomputed).
+  return (request.num_prompt_tokens() - 1) / block_size() * block_size();
+}
+
+std::optional<StateCopy> KvCacheManager::take_state_copy_before(const std::string& request_id) {
+  auto it = reqs_.find(request_id);
+  if (it == reqs_.end()) return std::nullopt;
+  return std::exchange(it->second.restore, std::nullopt);
+}
+
+std::optional<StateCopy> KvCacheManager::snapshot_after(const Request& request,
+                                                        int64_t num_tokens_after_step) {
+  const int64_t boundary = prefill_boundary(request);
+  if (boundary == 0 || num_tokens_after_step != boundary) return std::nullopt;
+  auto it = reqs_.find(request.id);
+  VT_CHECK(it != reqs_.end() && states_->slot_of(request.id), "kv cache: request '", request.id,
+           "' has no state slot to snapshot");
+  const ReqCache& rc = it->second;
+  const int64_t block = boundary / block_size() - 1;
+  VT_CHECK(static_cast<int64_t>(rc.hashes.size()) > block, "kv cache: request '", request.id,
+           "' has no hash for block ", block);
+  const auto slot = snapshots_->reserve(rc.hashes[block]);
+  if (!slot) return std::nullopt;
+  return StateCopy{*states_->slot_of(request.id), *slot};
+}
+
+bool KvCacheManager::reset_prefix_cache() {
+  if (!pool_.reset_prefix_cache()) return false;
+  if (snapshots_) snapshots_->clear();
+  return true;
+}
+
 std::span<const int32_t> KvCacheManager::block_ids(const std::string& request_id) const {
   auto it = reqs_.find(request_id);
   if (it == reqs_.end()) return {};
@@ -121,6 +179,7 @@ KvCacheStats KvCacheManager::stats() const {
   s.num_cached_blocks = pool_.num_cached();
   s.num_state_slots = states_ ? states_->num_slots() : 0;
   s.num_free_state_slots = states_ ? states_->num_free() : 0;
+  s.num_state_snapshots = snapshots_ ? snapshots_->size() : 0;
   s.prefix_queries = prefix_queries_;
   s.prefix_hits = prefix_hits_;
   s.usage = pool_.usage();

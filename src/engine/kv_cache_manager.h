@@ -8,9 +8,11 @@
 // Prefix caching: full blocks are registered under chained hashes when they
 // are scheduled; a new request reuses the longest chain of cached blocks,
 // always leaving its last token to compute (its logits are needed). Hybrid
-// models: prefix caching is OFF in this version, because a hit needs the GDN
-// state at that block boundary and no state snapshots are kept yet (see
-// docs/ENGINE.md for how they would be added).
+// models: a hit also needs the GDN state at that block boundary, so prefix
+// caching is on only with num_state_snapshots > 0: the state after each
+// prompt's last full block is copied into a snapshot slot (the scheduler ends
+// a prefill chunk there), and a hit is cut back to the longest boundary with a
+// snapshot, which is copied into the new request's slot before its step.
 // Not thread-safe: the engine thread owns it.
 #pragma once
 
@@ -24,6 +26,7 @@
 #include "engine/block_pool.h"
 #include "engine/request.h"
 #include "engine/state_slot_manager.h"
+#include "engine/state_snapshot_pool.h"
 
 namespace vtllm::engine {
 
@@ -32,12 +35,23 @@ struct KvCacheConfig {
   int32_t num_blocks = 0;       // paged KV blocks, including the null block
   bool enable_prefix_caching = true;
   int32_t num_state_slots = 0;  // > 0: hybrid model with GDN state slots
+  // Hybrid models: extra GDN state slots (ids after the running slots) for
+  // prefix-cache snapshots; 0 turns prefix caching off for them.
+  int32_t num_state_snapshots = 0;
+};
+
+// Copy every GDN layer's state from slot src to slot dst.
+struct StateCopy {
+  int32_t src = 0;
+  int32_t dst = 0;
+  friend bool operator==(const StateCopy&, const StateCopy&) = default;
 };
 
 // A prefix-cache hit: cached blocks to reuse and the tokens they cover.
 struct PrefixHit {
   std::vector<int32_t> blocks;
   int64_t num_tokens = 0;
+  std::optional<int32_t> state_snapshot;  // hybrid: the GDN state at num_tokens
 };
 
 struct KvCacheStats {
@@ -46,6 +60,7 @@ struct KvCacheStats {
   int32_t num_cached_blocks = 0;
   int32_t num_state_slots = 0;
   int32_t num_free_state_slots = 0;
+  int32_t num_state_snapshots = 0;  // held (valid or being written)
   int64_t prefix_queries = 0;   // tokens of admitted requests (prompt + output after preemption)
   int64_t prefix_hits = 0;      // of which were found cached
   double usage = 0;
@@ -73,24 +88,37 @@ class KvCacheManager {
   // Returns every block and slot of the request (finish, abort, preemption).
   void free(const std::string& request_id);
 
+  // Hybrid snapshots. begin_step(): the previous step ran, its snapshots are
+  // valid. prefill_boundary(): where the request's prompt prefill should stop
+  // once so a snapshot can be taken (0: nowhere). state_copies_before(): the
+  // snapshot to restore into the request's slot before its first step after a
+  // hit. snapshot_after(): the copy that saves the request's state when its
+  // step ends at its prefill boundary.
+  void begin_step();
+  int64_t prefill_boundary(const Request& request) const;
+  std::optional<StateCopy> take_state_copy_before(const std::string& request_id);
+  std::optional<StateCopy> snapshot_after(const Request& request, int64_t num_tokens_after_step);
+
   std::span<const int32_t> block_ids(const std::string& request_id) const;
   std::optional<int32_t> state_slot(const std::string& request_id) const;
   int32_t num_requests() const { return static_cast<int32_t>(reqs_.size()); }
   KvCacheStats stats() const;
   const BlockPool& pool() const { return pool_; }
-  bool reset_prefix_cache() { return pool_.reset_prefix_cache(); }
+  bool reset_prefix_cache();
 
  private:
   struct ReqCache {
     std::vector<int32_t> blocks;
     std::vector<BlockHash> hashes;  // of the request's full blocks (computed or not)
     int64_t num_cached_blocks = 0;  // leading blocks registered in the pool
+    std::optional<StateCopy> restore;  // snapshot -> slot, before the next step
   };
 
   void cache_full_blocks(const Request& request, ReqCache& rc, int64_t num_tokens);
 
   BlockPool pool_;
   std::optional<StateSlotManager> states_;
+  std::optional<StateSnapshotPool> snapshots_;
   bool prefix_caching_;
   std::unordered_map<std::string, ReqCache> reqs_;
   int64_t prefix_queries_ = 0, prefix_hits_ = 0;

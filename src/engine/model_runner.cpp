@@ -23,8 +23,38 @@ ModelRunner::ModelRunner(std::unique_ptr<vt::Stream> stream, std::unique_ptr<mod
   if (needs_state_slots_ && kv.num_state_slots <= 0)
     VT_THROW("model runner: the model has GDN layers, so num_state_slots must be > 0 (got ",
              kv.num_state_slots, ")");
-  cache_ = std::make_unique<models::ModelCache>(model_->cache_spec(), kv.num_blocks, kv.block_size,
-                                                needs_state_slots_ ? kv.num_state_slots : 0);
+  cache_ = std::make_unique<models::ModelCache>(
+      model_->cache_spec(), kv.num_blocks, kv.block_size,
+      needs_state_slots_ ? kv.num_state_slots + kv.num_state_snapshots : 0);
+}
+
+namespace {
+
+// Copies row src of a [slots, ...] CPU tensor onto row dst.
+void copy_row(const vt::Tensor& t, int32_t src, int32_t dst) {
+  VT_CHECK(t.device().is_cpu() && t.is_contiguous(), "model runner: GDN state must be a contiguous CPU tensor");
+  const int64_t slots = t.shape()[0];
+  VT_CHECK(src >= 0 && src < slots && dst >= 0 && dst < slots, "model runner: state copy ", src,
+           " -> ", dst, " outside ", slots, " slots");
+  const size_t row = t.nbytes() / static_cast<size_t>(slots);
+  auto* base = static_cast<char*>(t.data_ptr());
+  std::memcpy(base + row * dst, base + row * src, row);
+}
+
+}  // namespace
+
+void ModelRunner::copy_states(const std::vector<StateCopy>& copies) {
+  if (copies.empty()) return;
+  stream_->synchronize();
+  const auto& spec = model_->cache_spec();
+  for (size_t layer = 0; layer < spec.size(); ++layer) {
+    if (spec[layer].kind != models::LayerCacheSpec::Kind::kGdn) continue;
+    const models::GdnState g = cache_->gdn(static_cast<int64_t>(layer));
+    for (const StateCopy& c : copies) {
+      copy_row(g.conv, c.src, c.dst);
+      copy_row(g.recurrent, c.src, c.dst);
+    }
+  }
 }
 
 ModelRunner::~ModelRunner() = default;
@@ -53,7 +83,9 @@ std::vector<float> ModelRunner::execute(const ForwardBatch& fb) {
   mb.logits_indices = fb.logits_indices;
   models::validate_forward_batch(mb, needs_state_slots_);
 
+  copy_states(fb.state_copies_before);
   const vt::Tensor hidden = model_->forward(*stream_, mb, *cache_);
+  copy_states(fb.state_copies_after);
   if (fb.logits_indices.empty()) return {};
   const vt::Tensor logits = model_->compute_logits(*stream_, hidden, fb.logits_indices);
   const int64_t rows = static_cast<int64_t>(fb.logits_indices.size());

@@ -2,9 +2,10 @@
 //
 // It owns the model, the stream it runs on and the cache tensors (a
 // models::ModelCache of kv.num_blocks x kv.block_size KV slots per attention
-// layer and kv.num_state_slots GDN state slots per GDN layer), copies the
-// engine's ForwardBatch into the model's (the fields match one for one), runs
-// forward() and returns the f32 logits of the wanted rows. It decides no
+// layer and kv.num_state_slots + kv.num_state_snapshots GDN state slots per
+// GDN layer), copies the engine's ForwardBatch into the model's (the fields
+// match one for one), makes the batch's GDN state copies around forward()
+// and returns the f32 logits of the wanted rows. It decides no
 // policy and knows no model by name. Not thread-safe: the engine thread owns it.
 #pragma once
 
@@ -33,6 +34,8 @@ class ModelRunner final : public ModelExecutor {
   const models::Model& model() const { return *model_; }
 
  private:
+  void copy_states(const std::vector<StateCopy>& copies);
+
   std::unique_ptr<vt::Stream> stream_;
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<models::ModelCache> cache_;

@@ -87,18 +87,24 @@ SchedulerOutput Scheduler::schedule() {
   finished_since_schedule_.clear();
   retired_.clear();
 
+  kv_.begin_step();
   int64_t budget = config_.max_num_batched_tokens;
-  auto cap = [&](int64_t n) {
+  // Tokens to run for a request with `computed` tokens cached and `n` to go.
+  auto cap = [&](const Request& r, int64_t computed, int64_t n) {
     if (config_.long_prefill_token_threshold > 0)
       n = std::min(n, config_.long_prefill_token_threshold);
-    return std::min(n, budget);
+    n = std::min(n, budget);
+    // Hybrid prefix caching: stop once at the prompt's last block boundary to snapshot the state.
+    const int64_t boundary = kv_.prefill_boundary(r);
+    if (computed < boundary && computed + n > boundary) n = boundary - computed;
+    return n;
   };
 
   // Running requests, oldest first.
   size_t i = 0;
   while (i < running_.size() && budget > 0) {
     Request* r = running_[i];
-    const int64_t n = cap(r->num_tokens() - r->num_computed_tokens);
+    const int64_t n = cap(*r, r->num_computed_tokens, r->num_tokens() - r->num_computed_tokens);
     VT_CHECK(n > 0, "scheduler: running request '", r->id, "' has nothing to compute");
     bool self_preempted = false;
     while (!kv_.allocate_slots(*r, n)) {
@@ -138,7 +144,7 @@ SchedulerOutput Scheduler::schedule() {
     if (r->num_computed_tokens == 0) hit = kv_.get_computed_blocks(*r);
     const int64_t remaining = r->num_tokens() - r->num_computed_tokens - hit.num_tokens;
     if (!config_.enable_chunked_prefill && remaining > budget) break;
-    const int64_t n = cap(remaining);
+    const int64_t n = cap(*r, r->num_computed_tokens + hit.num_tokens, remaining);
     if (!kv_.allocate_slots(*r, n, hit)) break;
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     ScheduledRequest s;
@@ -166,6 +172,8 @@ SchedulerOutput Scheduler::schedule() {
                            s.block_ids.end());
     r->num_computed_tokens += s.num_new_tokens;
     out.total_num_scheduled_tokens += s.num_new_tokens;
+    if (auto c = kv_.take_state_copy_before(r->id)) out.state_copies_before.push_back(*c);
+    if (auto c = kv_.snapshot_after(*r, r->num_computed_tokens)) out.state_copies_after.push_back(*c);
   }
   return out;
 }

@@ -9,7 +9,8 @@
 // preempted, waiting requests are admitted (FCFS, or lowest priority value
 // first) while the budget, max_num_seqs and the cache allow, reusing
 // prefix-cached blocks. A prompt longer than the budget is chunked over steps
-// (chunked prefill). Under FCFS no request starves: the oldest running request
+// (chunked prefill); with hybrid prefix caching a prompt's prefill also stops
+// once at its last block boundary for a state snapshot. Under FCFS no request starves: the oldest running request
 // is never the one preempted while a newer one runs.
 //
 // update_from_output() appends the sampled tokens, applies the stopping rules
@@ -62,6 +63,10 @@ struct SchedulerOutput {
   int64_t total_num_scheduled_tokens = 0;
   std::vector<std::string> preempted_ids;
   std::vector<std::string> finished_ids;  // finished or aborted since the previous schedule()
+  // Hybrid prefix caching: GDN state copies the runner makes before the step
+  // (restoring snapshots into hit requests' slots) and after it (saving snapshots).
+  std::vector<StateCopy> state_copies_before;
+  std::vector<StateCopy> state_copies_after;
   bool empty() const { return requests.empty(); }
 };
 

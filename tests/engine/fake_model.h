@@ -27,6 +27,7 @@ inline uint64_t mix64(uint64_t x) {
 
 class FakeModel : public ModelExecutor {
  public:
+  // num_state_slots counts every GDN slot: running ones plus snapshots.
   FakeModel(int64_t vocab, int32_t num_blocks, int block_size, int32_t num_state_slots = 0)
       : vocab_(vocab),
         kv_(static_cast<size_t>(num_blocks) * block_size, Entry{}),
@@ -48,6 +49,7 @@ class FakeModel : public ModelExecutor {
       kv_.at(fb.slot_mapping[t]) = Entry{fb.token_ids[t], fb.positions[t]};
     }
     tokens_computed_ += fb.num_tokens();
+    for (const StateCopy& c : fb.state_copies_before) state_.at(c.dst) = state_.at(c.src);
     // 2. GDN state: consume each request's new tokens in order.
     std::vector<uint64_t> state_hash(fb.num_requests(), 0);
     for (int64_t b = 0; b < fb.num_requests() && !state_.empty(); ++b) {
@@ -57,6 +59,7 @@ class FakeModel : public ModelExecutor {
         s = step_hash(s, fb.token_ids[t]);
       state_hash[b] = s;
     }
+    for (const StateCopy& c : fb.state_copies_after) state_.at(c.dst) = state_.at(c.src);
     // 3. For each wanted row, read the whole sequence back through the block table.
     std::vector<float> out;
     for (size_t k = 0; k < fb.logits_indices.size(); ++k) {

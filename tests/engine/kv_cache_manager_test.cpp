@@ -168,6 +168,45 @@ TEST(KvCacheManager, PrefixStatsCountAdmissionsNotLookups) {
   EXPECT_EQ(kv.stats().prefix_hits, 8);
 }
 
+TEST(KvCacheManager, HybridSnapshotsMakeBoundaryHitsWithAStateRestore) {
+  KvCacheConfig c = config(40, 4, true, 2);
+  c.num_state_snapshots = 3;
+  KvCacheManager kv(c);
+  EXPECT_TRUE(kv.prefix_caching());
+  Request a("a", iota_tokens(11), {});
+  EXPECT_EQ(kv.prefill_boundary(a), 8);  // (11 - 1) / 4 * 4
+  ASSERT_TRUE(kv.allocate_slots(a, 8));
+  EXPECT_FALSE(kv.snapshot_after(a, 7).has_value());
+  const auto save = kv.snapshot_after(a, 8);
+  ASSERT_TRUE(save.has_value());
+  EXPECT_EQ(save->src, *kv.state_slot("a"));
+  EXPECT_GE(save->dst, 2);  // snapshot slots follow the 2 running slots
+  // Same prompt: its blocks are cached but the snapshot is written only by this step.
+  Request b("b", iota_tokens(11), {});
+  EXPECT_EQ(kv.get_computed_blocks(b).num_tokens, 0);
+  kv.begin_step();
+  const PrefixHit hit = kv.get_computed_blocks(b);
+  EXPECT_EQ(hit.num_tokens, 8);
+  EXPECT_EQ(hit.state_snapshot, save->dst);
+  ASSERT_TRUE(kv.allocate_slots(b, 3, hit));
+  const auto restore = kv.take_state_copy_before("b");
+  ASSERT_TRUE(restore.has_value());
+  EXPECT_EQ(*restore, (StateCopy{save->dst, *kv.state_slot("b")}));
+  EXPECT_FALSE(kv.take_state_copy_before("b").has_value());  // once
+  // A longer prompt sharing 3 blocks hits only up to the 2-block snapshot.
+  auto longer = iota_tokens(20);
+  Request d("d", longer, {});
+  a.num_computed_tokens = 8;
+  ASSERT_TRUE(kv.allocate_slots(a, 3));  // a's block 2 (tokens 8..11) is now cached too
+  EXPECT_EQ(kv.get_computed_blocks(d).num_tokens, 8);
+  kv.free("a");
+  kv.free("b");
+  EXPECT_EQ(kv.stats().num_free_state_slots, 2);
+  EXPECT_EQ(kv.stats().num_state_snapshots, 1);
+  EXPECT_TRUE(kv.reset_prefix_cache());
+  EXPECT_EQ(kv.stats().num_state_snapshots, 0);
+}
+
 TEST(KvCacheManager, RejectsMoreTokensThanTheRequestHas) {
   KvCacheManager kv(config(20));
   Request a("a", iota_tokens(5), {});

@@ -64,8 +64,9 @@ void collect(const std::vector<EngineOutput>& outs, Results& res) {
 Results run(const EngineConfig& config, const std::vector<Spec>& specs,
             int64_t* tokens_computed = nullptr, SchedulerStats* stats = nullptr,
             std::unique_ptr<DetokenizerFactory> detok = nullptr) {
-  auto model = std::make_unique<FakeModel>(kVocab, config.kv_cache.num_blocks, kBlockSize,
-                                           config.kv_cache.num_state_slots);
+  auto model = std::make_unique<FakeModel>(
+      kVocab, config.kv_cache.num_blocks, kBlockSize,
+      config.kv_cache.num_state_slots + config.kv_cache.num_state_snapshots);
   const FakeModel* model_view = model.get();
   LlmEngine engine(config, std::move(model), std::move(detok));
   for (const Spec& s : specs) engine.add_request(s.id, s.prompt, s.params);
@@ -195,6 +196,36 @@ TEST(LlmEngine, PrefixHitGivesSameOutputsWithFewerComputedTokens) {
   EXPECT_EQ(warm.at({"b", 0}).tokens, cold.at({"b", 0}).tokens);
   EXPECT_EQ(warm.at({"b", 0}).cached, 32);
   EXPECT_EQ(b_tokens, cold_tokens - 32);
+}
+
+TEST(LlmEngine, HybridPrefixHitThroughAStateSnapshot) {
+  std::mt19937 rng(44);
+  const auto shared = random_prompt(rng, 30);
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = 6;
+  auto config = engine_config(200, 64, 32, 4);
+  config.kv_cache.num_state_snapshots = 4;
+  int64_t cold_tokens = 0;
+  Spec b{"b", shared, p};
+  b.prompt.push_back(9);
+  b.prompt.push_back(10);
+  const Results cold = run(config, {b}, &cold_tokens);
+
+  auto model = std::make_unique<FakeModel>(kVocab, 200, kBlockSize, 8);
+  FakeModel* fake = model.get();
+  LlmEngine engine(config, std::move(model));
+  Results warm;
+  engine.add_request("a", shared, p);
+  while (engine.has_unfinished()) collect(engine.step(), warm);
+  const int64_t before = fake->tokens_computed();
+  engine.add_request(b.id, b.prompt, b.params);
+  while (engine.has_unfinished()) collect(engine.step(), warm);
+  // a's prompt (30 tokens) was snapshotted at its last boundary, 28; b reuses 28.
+  EXPECT_EQ(warm.at({"b", 0}).cached, 28);
+  EXPECT_EQ(warm.at({"b", 0}).tokens, cold.at({"b", 0}).tokens);
+  EXPECT_EQ(fake->tokens_computed() - before, cold_tokens - 28);
+  EXPECT_EQ(engine.stats().kv.num_free_state_slots, 4);
 }
 
 TEST(LlmEngine, AbortFreesEveryBlockAndSlot) {

@@ -24,6 +24,7 @@ struct Workload {
   uint32_t seed;
   bool hybrid;
   SchedulingPolicy policy;
+  int32_t snapshots = 0;  // hybrid prefix caching
 };
 
 EngineConfig config_for(const Workload& w, int32_t blocks, int64_t budget, int seqs) {
@@ -35,6 +36,7 @@ EngineConfig config_for(const Workload& w, int32_t blocks, int64_t budget, int s
   c.kv_cache.block_size = kBlockSize;
   c.kv_cache.num_blocks = blocks;
   c.kv_cache.num_state_slots = w.hybrid ? seqs : 0;
+  c.kv_cache.num_state_snapshots = w.hybrid ? w.snapshots : 0;
   c.sampler.seed = w.seed;
   c.eos_token_ids = {0, 1};
   return c;
@@ -100,7 +102,7 @@ using Key = std::pair<std::string, int>;
 
 std::map<Key, Track> solo(const Workload& w, const Item& it) {
   LlmEngine e(config_for(w, 40, 64, 4),
-              std::make_unique<FakeModel>(kVocab, 40, kBlockSize, w.hybrid ? 4 : 0));
+              std::make_unique<FakeModel>(kVocab, 40, kBlockSize, w.hybrid ? 4 + w.snapshots : 0));
   e.add_request(it.id, it.prompt, it.params, it.priority);
   std::map<Key, Track> out;
   while (e.has_unfinished())
@@ -118,7 +120,7 @@ void run_workload(const Workload& w) {
   std::mt19937 rng(w.seed ^ 0xabcdef);
   // 16 blocks of 4 tokens: exactly one max_model_len request; 16 sequences compete.
   const auto config = config_for(w, 17, 48, 16);
-  auto model = std::make_unique<FakeModel>(kVocab, 17, kBlockSize, w.hybrid ? 16 : 0);
+  auto model = std::make_unique<FakeModel>(kVocab, 17, kBlockSize, w.hybrid ? 16 + w.snapshots : 0);
   LlmEngine engine(config, std::move(model));
 
   std::map<Key, Track> tracks;
@@ -162,8 +164,10 @@ void run_workload(const Workload& w) {
   EXPECT_EQ(st.kv.num_free_state_slots, st.kv.num_state_slots) << "state slots leaked";
   EXPECT_EQ(st.num_running + st.num_waiting, 0);
   EXPECT_GT(st.num_preemptions, 10) << "the workload should preempt";
-  if (!w.hybrid) {
+  if (!w.hybrid || w.snapshots > 0) {
     EXPECT_GT(st.kv.prefix_hits, 0) << "shared prefixes should hit";
+  } else {
+    EXPECT_EQ(st.kv.prefix_hits, 0);
   }
 
   int compared = 0, aborted = 0;
@@ -201,6 +205,10 @@ TEST(LlmEngineWorkload, PriorityDrainsWithoutLeaksAndKeepsOutputs) {
 
 TEST(LlmEngineWorkload, HybridDrainsWithoutLeaksAndKeepsOutputs) {
   run_workload({13, true, SchedulingPolicy::kFcfs});
+}
+
+TEST(LlmEngineWorkload, HybridWithStateSnapshotsHitsAndKeepsOutputs) {
+  run_workload({14, true, SchedulingPolicy::kFcfs, 6});
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ struct RunResult {
 
 // Every case at once (with `duplicate`, each prompt twice, for prefix hits).
 RunResult run_engine(const std::string& dir, const std::vector<Case>& cases, int32_t num_blocks,
-                     int64_t budget, bool duplicate) {
+                     int64_t budget, bool duplicate, int32_t snapshots = 0) {
   int64_t longest = 0;
   for (const Case& c : cases)
     longest = std::max<int64_t>(longest, c.prompt.size() + c.continuation.size());
@@ -58,6 +58,7 @@ RunResult run_engine(const std::string& dir, const std::vector<Case>& cases, int
   cfg.kv_cache.block_size = 4;
   cfg.kv_cache.num_blocks = num_blocks;
   cfg.kv_cache.num_state_slots = 16;  // a dense model's runner allocates none
+  cfg.kv_cache.num_state_snapshots = snapshots;
   auto runner = ModelRunner::load(dir, cfg.kv_cache);
   // Dense: no slots, so the cache manager keeps prefix caching on.
   if (!needs_state_slots(runner->model())) cfg.kv_cache.num_state_slots = 0;
@@ -112,16 +113,17 @@ TEST_P(EngineOnFixture, TinyBlockBudgetPreemptsAndStillMatches) {
   expect_oracle(r, cases, false);
 }
 
-TEST_P(EngineOnFixture, RepeatedPromptsMatchWithPrefixHitsOnDenseModels) {
+TEST_P(EngineOnFixture, RepeatedPromptsMatchWithPrefixHits) {
   const std::string dir = fixture_dir(GetParam());
   const auto cases = read_cases(dir);
-  const RunResult r = run_engine(dir, cases, 400, 64, true);
-  expect_oracle(r, cases, true);
-  if (r.stats.kv.num_state_slots == 0) {
-    EXPECT_GT(r.stats.kv.prefix_hits, 0);
-  } else {
-    EXPECT_EQ(r.stats.kv.prefix_hits, 0);  // hybrid: prefix caching off in this version
-  }
+  // Hybrid: without snapshots no hit is possible; with them the GDN state is restored.
+  const RunResult off = run_engine(dir, cases, 400, 64, true, 0);
+  expect_oracle(off, cases, true);
+  const bool hybrid = off.stats.kv.num_state_slots > 0;
+  EXPECT_EQ(off.stats.kv.prefix_hits > 0, !hybrid);
+  const RunResult on = run_engine(dir, cases, 400, 64, true, 8);
+  expect_oracle(on, cases, true);
+  EXPECT_GT(on.stats.kv.prefix_hits, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineOnFixture,
