@@ -12,7 +12,9 @@
 # go to $OUT when it is set. Exit status: 0 only if the build and every test passed.
 #
 # Environment: DEB_DIR (.deb), VTLLM_PREFIX (/tmp/vtllm-prefix), BUILD_DIR
-# (/tmp/vtllm-build), JOBS (16), VTLLM_CUDA (ON), GTEST_FILTER (all tests).
+# (/tmp/vtllm-build), JOBS (16), VTLLM_CUDA (ON), GTEST_FILTER (all tests),
+# BENCH=1 (also run bench/cuda_*_bench), SANITIZE=1 (also run the CUDA tests under
+# compute-sanitizer memcheck; SANITIZE_FILTER, SANITIZE_TIMEOUT seconds, 300).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -134,7 +136,39 @@ if [ -x "$build/vtllm" ]; then
     "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
 fi
 
-# ---- 5. summary
+# ---- 5. optional: the CUDA kernel benchmarks (BENCH=1), then compute-sanitizer
+# memcheck over the CUDA tests (SANITIZE=1; SANITIZE_FILTER, default 'Cuda*')
+if [ "${BENCH:-0}" = 1 ]; then
+  for bin in "$build"/bench/cuda_*_bench; do
+    [ -x "$bin" ] || continue
+    name=$(basename "$bin")
+    say "benchmark $name"
+    set +e
+    "$bin" > "$logs/$name.log" 2>&1
+    rc=$?
+    set -e
+    cat "$logs/$name.log"
+    [ "$rc" -eq 0 ] || all_ok=0
+    rows+=("$(printf '%-18s %6s %6s %7s  %s' "$name" "-" "-" "-" \
+      "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+  done
+fi
+if [ "${SANITIZE:-0}" = 1 ]; then
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  filter=${SANITIZE_FILTER:-Cuda*}
+  say "compute-sanitizer --tool memcheck over vt_tests ($filter)"
+  set +e
+  timeout "${SANITIZE_TIMEOUT:-300}" "$san" --tool memcheck --error-exitcode 3 \
+    "$build/tests/vt_tests" --gtest_color=no --gtest_filter="$filter" > "$logs/memcheck.log" 2>&1
+  rc=$?
+  set -e
+  grep -E '^\[  (PASSED|FAILED) |ERROR SUMMARY' "$logs/memcheck.log" || tail -n 20 "$logs/memcheck.log"
+  [ "$rc" -eq 0 ] || all_ok=0
+  rows+=("$(printf '%-18s %6s %6s %7s  %s' "memcheck vt_tests" "-" "-" "-" \
+    "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+fi
+
+# ---- 6. summary
 {
   echo
   echo "=== gpu_test summary ($(hostname), $(date -u +%FT%TZ))"

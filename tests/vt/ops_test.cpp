@@ -123,7 +123,7 @@ TEST(OpArgs, CpuOnlyOpOnCudaTensorsNamesTheOp) {
   Stream g(Device::cuda(0));
   Tensor x = Tensor::empty({4, 8}, DType::kF32, Device::cuda(0));
   Tensor out = Tensor::empty({4, 8}, DType::kF32, Device::cuda(0));
-  expect_error([&] { sigmoid(g, x, out); }, "sigmoid: no CUDA implementation");
+  expect_error([&] { softmax(g, x, out); }, "softmax: no CUDA implementation");
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ void check_gemm(Harness& h) {
     std::string cfg = "x " + std::string(dtype_name(c.x)) + shape_str({c.m, c.k}) + " w " +
                       dtype_name(c.w) + shape_str({c.n, c.k}) + (c.bias ? " +bias" : "") + " -> " +
                       dtype_name(c.out);
-    h.run("linear", cfg, false, [&] {
+    h.run("linear", cfg, /*cuda_arm=*/true, [&] {
       auto x = h.random({c.m, c.k}, c.x), w = h.random({c.n, c.k}, c.w, 0.2);
       Harness::Input b;
       if (c.bias) b = h.random({c.n}, DType::kF32);
@@ -50,7 +50,7 @@ void check_gemm(Harness& h) {
   {
     const int64_t m = 5, k = 23, n = 17;
     std::string cfg = "a f32[5, 23] . b bf16[23, 17] (b transposed view) -> f32";
-    h.run("matmul", cfg, false, [&] {
+    h.run("matmul", cfg, /*cuda_arm=*/true, [&] {
       auto a = h.random({m, k}, DType::kF32), bt = h.random({n, k}, DType::kBF16);
       Tensor b = bt.t.transpose(0, 1);  // [k, n], non-contiguous
       Tensor out = h.poisoned({m, n}, DType::kF32);
@@ -77,7 +77,7 @@ void check_embedding(Harness& h) {
     const int64_t vocab = 37, hidden = 19, tokens = 11;
     std::string cfg = "table " + std::string(dtype_name(table_dt)) + shape_str({vocab, hidden}) + " ids " +
                       dtype_name(ids_dt) + "[11] -> " + dtype_name(out_dt);
-    h.run("embedding", cfg, false, [&] {
+    h.run("embedding", cfg, /*cuda_arm=*/true, [&] {
       auto table = h.random({vocab, hidden}, table_dt);
       std::vector<double> ids(static_cast<size_t>(tokens));
       std::uniform_int_distribution<int64_t> pick(0, vocab - 1);

@@ -74,7 +74,7 @@ void check_argmax(Harness& h) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     const int64_t rows = 9, vocab = 1001;
     std::string cfg = "logits " + std::string(dtype_name(dt)) + shape_str({rows, vocab}) + " with ties -> i32";
-    h.run("argmax", cfg, false, [&] {
+    h.run("argmax", cfg, /*cuda_arm=*/true, [&] {
       auto x = h.random({rows, vocab}, dt, 5.0);
       std::vector<double> vals = x.vals;
       // Row r gets a tie for the maximum at two places: the lower index must win.

@@ -51,7 +51,7 @@ void check_norms(Harness& h) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     const int64_t rows = 6, cols = 37;
     std::string cfg = "x " + std::string(dtype_name(dt)) + shape_str({rows, cols}) + " in place";
-    h.run("l2_normalize", cfg, false, [&] {
+    h.run("l2_normalize", cfg, /*cuda_arm=*/true, [&] {
       auto x = h.random({rows, cols}, dt, 3.0);
       Tensor out = x.t;  // in place
       l2_normalize(h.stream(), x.t, 1e-6f, out);
@@ -73,7 +73,7 @@ void check_activations(Harness& h) {
     const int64_t rows = 5, inter = 37;
     std::string cfg = "x " + std::string(dtype_name(x_dt)) + shape_str({rows, 2 * inter}) + " -> " +
                       dtype_name(out_dt);
-    h.run("silu_and_mul", cfg, false, [&] {
+    h.run("silu_and_mul", cfg, /*cuda_arm=*/true, [&] {
       auto x = h.random({rows, 2 * inter}, x_dt, 3.0);
       Tensor out = h.poisoned({rows, inter}, out_dt);
       silu_and_mul(h.stream(), x.t, out);
@@ -88,7 +88,7 @@ void check_activations(Harness& h) {
   }
   {
     const Shape shape{6, 31};
-    h.run("sigmoid", "x f32[6, 31] -> bf16", false, [&] {
+    h.run("sigmoid", "x f32[6, 31] -> bf16", /*cuda_arm=*/true, [&] {
       auto x = h.random(shape, DType::kF32, 4.0);
       Tensor out = h.poisoned(shape, DType::kBF16);
       sigmoid(h.stream(), x.t, out);
@@ -122,7 +122,7 @@ void check_activations(Harness& h) {
   for (bool is_add : {true, false}) {
     const Shape shape{5, 23};
     std::string cfg = "a f32[5, 23] b bf16 -> f32, out aliases a";
-    h.run(is_add ? "add" : "mul", cfg, false, [&] {
+    h.run(is_add ? "add" : "mul", cfg, /*cuda_arm=*/true, [&] {
       auto a = h.random(shape, DType::kF32), b = h.random(shape, DType::kBF16);
       Tensor out = a.t;
       if (is_add) {

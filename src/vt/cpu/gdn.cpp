@@ -1,112 +1,44 @@
-// vt/ops/gdn.h: argument checks and the CPU reference of the Gated DeltaNet ops.
-#include "vt/ops/gdn.h"
+// The CPU reference of the Gated DeltaNet ops (vt/ops/gdn.h).
+#include "vt/cpu/gdn.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "vt/cpu/rowio.h"
-#include "vt/ops/args.h"
+#include "vt/ops/gdn.h"
 
-namespace vt {
+namespace vt::cpu {
 
 namespace {
-
-// The request layout shared by the varlen ops, read once into vectors.
-struct Varlen {
-  std::vector<int64_t> start;  // [B + 1]
-  std::vector<int64_t> slot;   // [B]
-  int64_t batch() const { return int64_t(slot.size()); }
-  int64_t len(int64_t b) const { return start[size_t(b + 1)] - start[size_t(b)]; }
-};
-
-std::vector<int64_t> read_index(const Tensor& t, const char* op, const char* name) {
-  expect_dtype(t, op, name, {DType::kI32});
-  VT_CHECK(t.dim() == 1 && t.device().is_cpu(), op, ": ", name, " ", t.str(),
-           " must be a 1-D CPU tensor");
-  std::vector<int64_t> v(static_cast<size_t>(t.size(0)));
-  for (int64_t i = 0; i < t.size(0); ++i) v[size_t(i)] = t.data<int32_t>()[i * t.stride(0)];
-  return v;
-}
-
-Varlen varlen_of(const Tensor& qsl, const Tensor& slots, int64_t tokens, int64_t num_slots,
-                 const char* op) {
-  Varlen r{read_index(qsl, op, "query_start_loc"), read_index(slots, op, "state_slots")};
-  VT_CHECK(r.start.size() == r.slot.size() + 1, op, ": query_start_loc has ", r.start.size(),
-           " entries for ", r.slot.size(), " state slots");
-  VT_CHECK(r.start.front() == 0 && r.start.back() == tokens, op,
-           ": query_start_loc must run from 0 to ", tokens, " tokens");
-  std::vector<int64_t> seen;
-  for (int64_t b = 0; b < r.batch(); ++b) {
-    VT_CHECK(r.len(b) >= 0, op, ": query_start_loc decreases at request ", b);
-    VT_CHECK(r.slot[size_t(b)] >= 0 && r.slot[size_t(b)] < num_slots, op, ": state_slots[", b,
-             "] = ", r.slot[size_t(b)], " is not one of the ", num_slots, " slots");
-    seen.push_back(r.slot[size_t(b)]);
-  }
-  std::sort(seen.begin(), seen.end());
-  VT_CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), op,
-           ": two requests share a state slot");
-  return r;
-}
 
 // [T, heads, D] with head_dim stride 1.
 struct Heads {
   const char* data;
   DType dtype;
-  int64_t heads, dim, token_stride, head_stride;
+  int64_t token_stride, head_stride;
   const char* at(int64_t t, int64_t h) const {
     return data + (t * token_stride + h * head_stride) * int64_t(dtype_size(dtype));
   }
 };
 
-Heads heads_of(const Tensor& t, const char* op, const char* name) {
-  expect_dtype(t, op, name, kActDTypes);
-  VT_CHECK(t.dim() == 3 && (t.stride(2) == 1 || t.size(2) == 1), op, ": ", name, " ", t.str(),
-           " must be [tokens, heads, head_dim] with head_dim contiguous");
-  return {static_cast<const char*>(t.data_ptr()), t.dtype(), t.size(1), t.size(2), t.stride(0),
-          t.stride(1)};
+Heads heads_of(const Tensor& t) {
+  return {static_cast<const char*>(t.data_ptr()), t.dtype(), t.stride(0), t.stride(1)};
 }
 
-void expect_f32_contiguous(const Tensor& t, const char* op, const char* name, const Shape& shape) {
-  expect_dtype(t, op, name, {DType::kF32});
-  expect_shape(t, op, name, shape);
-  VT_CHECK(t.is_contiguous(), op, ": ", name, " ", t.str(), " must be contiguous");
-}
-
-// Everything the two delta-rule forms share, checked once.
+// What the two delta-rule forms share.
 struct DeltaArgs {
   Heads q, k, v;
   const float *g, *beta;
   float* state;
-  Varlen req;
+  const Varlen& req;
   int64_t hv, hk, dk, dv;
 };
 
-DeltaArgs delta_args(const char* op, Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                     const Tensor& g, const Tensor& beta, const Tensor& qsl, Tensor& state,
-                     const Tensor& slots, Tensor& out) {
-  Heads qh = heads_of(q, op, "q"), kh = heads_of(k, op, "k"), vh = heads_of(v, op, "v");
-  expect_shape(k, op, "k", q.shape());
-  const int64_t T = q.size(0), hk = q.size(1), dk = q.size(2), hv = v.size(1), dv = v.size(2);
-  VT_CHECK(v.size(0) == T, op, ": v ", v.str(), " has a token count other than q's ", T);
-  VT_CHECK(hk > 0 && hv % hk == 0, op, ": ", hv, " value heads are not a multiple of ", hk,
-           " key heads");
-  expect_f32_contiguous(g, op, "g", {T, hv});
-  expect_f32_contiguous(beta, op, "beta", {T, hv});
-  expect_dtype(state, op, "state", {DType::kF32});
-  VT_CHECK(state.dim() == 4 && state.size(1) == hv && state.size(2) == dk && state.size(3) == dv &&
-               state.is_contiguous(),
-           op, ": state ", state.str(), " must be a contiguous [slots, ", hv, ", ", dk, ", ", dv,
-           "]");
-  expect_dtype(out, op, "out", kActDTypes);
-  expect_shape(out, op, "out", v.shape());
-  VT_CHECK(out.is_contiguous(), op, ": out ", out.str(), " must be contiguous");
-  for (const Tensor* in : {&q, &k, &v, &g, &beta, static_cast<const Tensor*>(&state)})
-    expect_no_alias(*in, out, op, "an input");
-  expect_device(s, op, {&q, &k, &v, &g, &beta, &state, &out});
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  return {qh, kh, vh, g.data<float>(), beta.data<float>(), state.data<float>(),
-          varlen_of(qsl, slots, T, state.size(0), op), hv, hk, dk, dv};
+DeltaArgs delta_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                     const Tensor& beta, const Varlen& req, const Tensor& state) {
+  return {heads_of(q), heads_of(k), heads_of(v), g.data<float>(), beta.data<float>(),
+          state.data<float>(), req, v.size(1), q.size(1), q.size(2), v.size(2)};
 }
 
 // Runs fn(b, h) over every (request, value head) on the pool.
@@ -121,31 +53,11 @@ float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 }  // namespace
 
-void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& query_start_loc,
-                        Tensor& conv_state, const Tensor& state_slots, Tensor& out) {
-  const char* op = "causal_conv1d_silu";
-  expect_dtype(x, op, "x", kActDTypes);
-  VT_CHECK(x.dim() == 2 && (x.stride(1) == 1 || x.size(1) == 1), op, ": x ", x.str(),
-           " must be [tokens, channels] with channels contiguous");
-  const int64_t T = x.size(0), C = x.size(1);
-  expect_dtype(w, op, "w", kActDTypes);
-  VT_CHECK(w.dim() == 2 && w.size(0) == C && w.size(1) >= 1 && w.is_contiguous(), op, ": w ",
-           w.str(), " must be a contiguous [", C, ", kernel]");
-  const int64_t K = w.size(1), H = K - 1;
-  expect_dtype(conv_state, op, "conv_state", {DType::kF32});
-  VT_CHECK(conv_state.dim() == 3 && conv_state.size(1) == H && conv_state.size(2) == C &&
-               conv_state.is_contiguous(),
-           op, ": conv_state ", conv_state.str(), " must be a contiguous [slots, ", H, ", ", C, "]");
-  expect_dtype(out, op, "out", kActDTypes);
-  expect_shape(out, op, "out", {T, C});
-  VT_CHECK(out.is_contiguous(), op, ": out ", out.str(), " must be contiguous");
-  expect_no_alias(x, out, op, "x");
-  expect_device(s, op, {&x, &w, &conv_state, &out});
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  Varlen req = varlen_of(query_start_loc, state_slots, T, conv_state.size(0), op);
-
+void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varlen& req,
+                        const Tensor& conv_state, const Tensor& out) {
+  const int64_t C = x.size(1), K = w.size(1), H = K - 1;
   std::vector<float> wf(static_cast<size_t>(C * K));
-  cpu::load_row(w.data_ptr(), w.dtype(), C * K, wf.data());
+  load_row(w.data_ptr(), w.dtype(), C * K, wf.data());
   const int64_t xs = int64_t(x.itemsize()), os = int64_t(out.itemsize());
   for (int64_t b = 0; b < req.batch(); ++b) {
     const int64_t n = req.len(b), t0 = req.start[size_t(b)];
@@ -155,7 +67,7 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tenso
     float* st = conv_state.data<float>() + req.slot[size_t(b)] * H * C;
     std::copy(st, st + H * C, win.begin());
     for (int64_t t = 0; t < n; ++t)
-      cpu::load_row(static_cast<const char*>(x.data_ptr()) + (t0 + t) * x.stride(0) * xs, x.dtype(),
+      load_row(static_cast<const char*>(x.data_ptr()) + (t0 + t) * x.stride(0) * xs, x.dtype(),
                     C, win.data() + (H + t) * C);
     s.parallel_for(C, 64, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c)
@@ -166,39 +78,24 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tenso
         }
     });
     for (int64_t t = 0; t < n; ++t)
-      cpu::store_row(res.data() + t * C, C, out.dtype(),
+      store_row(res.data() + t * C, C, out.dtype(),
                      static_cast<char*>(out.data_ptr()) + (t0 + t) * C * os);
     std::copy(win.end() - H * C, win.end(), st);
   }
 }
 
-void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
-               const Tensor& dt_bias, Tensor& g, Tensor& beta) {
-  const char* op = "gdn_gates";
-  expect_dtype(a, op, "a", kActDTypes);
-  expect_dtype(b, op, "b", kActDTypes);
-  VT_CHECK(a.dim() == 2, op, ": a ", a.str(), " must be [tokens, value_heads]");
-  expect_shape(b, op, "b", a.shape());
-  const int64_t T = a.size(0), hv = a.size(1);
-  for (const Tensor* p : {&A_log, &dt_bias}) {
-    expect_dtype(*p, op, "A_log/dt_bias", kActDTypes);
-    expect_shape(*p, op, "A_log/dt_bias", {hv});
-    VT_CHECK(p->is_contiguous(), op, ": A_log/dt_bias must be contiguous");
-  }
-  expect_f32_contiguous(g, op, "g", {T, hv});
-  expect_f32_contiguous(beta, op, "beta", {T, hv});
-  expect_device(s, op, {&a, &b, &A_log, &dt_bias, &g, &beta});
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  Rows ar = rows_view(a, op, "a"), br = rows_view(b, op, "b");
+void gdn_gates(Stream& s, const Rows& ar, const Rows& br, const Tensor& A_log, const Tensor& dt_bias,
+               const Tensor& g, const Tensor& beta) {
+  const int64_t T = ar.rows, hv = ar.cols;
   std::vector<float> neg_a(static_cast<size_t>(hv)), bias(static_cast<size_t>(hv));
-  cpu::load_row(A_log.data_ptr(), A_log.dtype(), hv, neg_a.data());
-  cpu::load_row(dt_bias.data_ptr(), dt_bias.dtype(), hv, bias.data());
+  load_row(A_log.data_ptr(), A_log.dtype(), hv, neg_a.data());
+  load_row(dt_bias.data_ptr(), dt_bias.dtype(), hv, bias.data());
   for (float& v : neg_a) v = -std::exp(v);
   s.parallel_for(T, 64, [&](int64_t t0, int64_t t1) {
     std::vector<float> av(static_cast<size_t>(hv)), bv(static_cast<size_t>(hv));
     for (int64_t t = t0; t < t1; ++t) {
-      cpu::load_row(ar.row(t), ar.dtype, hv, av.data());
-      cpu::load_row(br.row(t), br.dtype, hv, bv.data());
+      load_row(ar.row(t), ar.dtype, hv, av.data());
+      load_row(br.row(t), br.dtype, hv, bv.data());
       for (int64_t h = 0; h < hv; ++h) {
         g.data<float>()[t * hv + h] = neg_a[size_t(h)] * softplus(av[size_t(h)] + bias[size_t(h)]);
         beta.data<float>()[t * hv + h] = 1.0f / (1.0f + std::exp(-bv[size_t(h)]));
@@ -208,11 +105,9 @@ void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
 }
 
 void gated_delta_rule_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                                const Tensor& g, const Tensor& beta, float scale,
-                                const Tensor& query_start_loc, Tensor& state,
-                                const Tensor& state_slots, Tensor& out) {
-  DeltaArgs a = delta_args("gated_delta_rule_recurrent", s, q, k, v, g, beta, query_start_loc,
-                           state, state_slots, out);
+                                const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
+                                const Tensor& state, const Tensor& out) {
+  const DeltaArgs a = delta_args(q, k, v, g, beta, req, state);
   const int64_t dk = a.dk, dv = a.dv, ratio = a.hv / a.hk;
   char* o = static_cast<char*>(out.data_ptr());
   const int64_t os = int64_t(out.itemsize());
@@ -220,9 +115,9 @@ void gated_delta_rule_recurrent(Stream& s, const Tensor& q, const Tensor& k, con
     float* S = a.state + (a.req.slot[size_t(b)] * a.hv + h) * dk * dv;
     std::vector<float> qv(static_cast<size_t>(dk)), kv(static_cast<size_t>(dk)), vv(static_cast<size_t>(dv)), u(static_cast<size_t>(dv)), ov(static_cast<size_t>(dv));
     for (int64_t t = a.req.start[size_t(b)]; t < a.req.start[size_t(b + 1)]; ++t) {
-      cpu::load_row(a.q.at(t, h / ratio), a.q.dtype, dk, qv.data());
-      cpu::load_row(a.k.at(t, h / ratio), a.k.dtype, dk, kv.data());
-      cpu::load_row(a.v.at(t, h), a.v.dtype, dv, vv.data());
+      load_row(a.q.at(t, h / ratio), a.q.dtype, dk, qv.data());
+      load_row(a.k.at(t, h / ratio), a.k.dtype, dk, kv.data());
+      load_row(a.v.at(t, h), a.v.dtype, dv, vv.data());
       const float decay = std::exp(a.g[t * a.hv + h]), bt = a.beta[t * a.hv + h];
       for (float& x : qv) x *= scale;
       for (int64_t i = 0; i < dk * dv; ++i) S[i] *= decay;
@@ -236,17 +131,15 @@ void gated_delta_rule_recurrent(Stream& s, const Tensor& q, const Tensor& k, con
           S[i * dv + e] += kv[size_t(i)] * u[size_t(e)];
           ov[size_t(e)] += S[i * dv + e] * qv[size_t(i)];
         }
-      cpu::store_row(ov.data(), dv, out.dtype(), o + (t * a.hv + h) * dv * os);
+      store_row(ov.data(), dv, out.dtype(), o + (t * a.hv + h) * dv * os);
     }
   });
 }
 
 void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                              const Tensor& g, const Tensor& beta, float scale,
-                              const Tensor& query_start_loc, Tensor& state,
-                              const Tensor& state_slots, Tensor& out) {
-  DeltaArgs a = delta_args("gated_delta_rule_chunked", s, q, k, v, g, beta, query_start_loc, state,
-                           state_slots, out);
+                              const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
+                              const Tensor& state, const Tensor& out) {
+  const DeltaArgs a = delta_args(q, k, v, g, beta, req, state);
   const int64_t dk = a.dk, dv = a.dv, ratio = a.hv / a.hk, C = kGdnChunkSize;
   char* o = static_cast<char*>(out.data_ptr());
   const int64_t os = int64_t(out.itemsize());
@@ -261,9 +154,9 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
       float cum = 0.0f;
       for (int64_t i = 0; i < n; ++i) {
         const int64_t t = c0 + i;
-        cpu::load_row(a.q.at(t, h / ratio), a.q.dtype, dk, &Q[size_t(i * dk)]);
-        cpu::load_row(a.k.at(t, h / ratio), a.k.dtype, dk, &K[size_t(i * dk)]);
-        cpu::load_row(a.v.at(t, h), a.v.dtype, dv, &U[size_t(i * dv)]);
+        load_row(a.q.at(t, h / ratio), a.q.dtype, dk, &Q[size_t(i * dk)]);
+        load_row(a.k.at(t, h / ratio), a.k.dtype, dk, &K[size_t(i * dk)]);
+        load_row(a.v.at(t, h), a.v.dtype, dv, &U[size_t(i * dv)]);
         for (int64_t d = 0; d < dk; ++d) Q[size_t(i * dk + d)] *= scale;
         gam[size_t(i)] = cum += a.g[t * a.hv + h];
         bt[size_t(i)] = a.beta[t * a.hv + h];
@@ -303,7 +196,7 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
           const float w = dot * std::exp(gam[size_t(i)] - gam[size_t(j)]);
           for (int64_t e = 0; e < dv; ++e) ov[size_t(e)] += w * U[size_t(j * dv + e)];
         }
-        cpu::store_row(ov.data(), dv, out.dtype(), o + ((c0 + i) * a.hv + h) * dv * os);
+        store_row(ov.data(), dv, out.dtype(), o + ((c0 + i) * a.hv + h) * dv * os);
       }
       // S <- exp(gam_n) S0 + sum_j exp(gam_n - gam_j) k_j U'_j^T.
       const float last = gam[size_t(n - 1)], en = std::exp(last);
@@ -319,32 +212,16 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
   });
 }
 
-void gated_rms_norm(Stream& s, const Tensor& x, const Tensor& z, const Tensor& w, float eps,
-                    Tensor& out) {
-  const char* op = "gated_rms_norm";
-  expect_dtype(x, op, "x", kActDTypes);
-  expect_dtype(z, op, "z", kActDTypes);
-  expect_dtype(w, op, "w", kActDTypes);
-  expect_dtype(out, op, "out", kActDTypes);
-  VT_CHECK(x.dim() >= 1, op, ": x ", x.str(), " needs at least one dim");
-  expect_shape(z, op, "z", x.shape());
-  expect_shape(out, op, "out", x.shape());
-  expect_shape(w, op, "w", {x.size(-1)});
-  VT_CHECK(w.is_contiguous(), op, ": w ", w.str(), " must be contiguous");
-  VT_CHECK(eps >= 0.0f, op, ": eps ", eps, " is negative");
-  expect_no_partial_alias(x, out, op, "x");
-  expect_no_partial_alias(z, out, op, "z");
-  expect_device(s, op, {&x, &z, &w, &out});
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  Rows xr = rows_view(x, op, "x"), zr = rows_view(z, op, "z"), outr = rows_view(out, op, "out");
+void gated_rms_norm(Stream& s, const Rows& xr, const Rows& zr, const Tensor& w, float eps,
+                    const Rows& outr) {
   const int64_t d = xr.cols;
   std::vector<float> wf(static_cast<size_t>(d));
-  cpu::load_row(w.data_ptr(), w.dtype(), d, wf.data());
+  load_row(w.data_ptr(), w.dtype(), d, wf.data());
   s.parallel_for(xr.rows, std::max<int64_t>(1, 8192 / d), [&](int64_t r0, int64_t r1) {
     std::vector<float> a(static_cast<size_t>(d)), zz(static_cast<size_t>(d));
     for (int64_t r = r0; r < r1; ++r) {
-      cpu::load_row(xr.row(r), xr.dtype, d, a.data());
-      cpu::load_row(zr.row(r), zr.dtype, d, zz.data());
+      load_row(xr.row(r), xr.dtype, d, a.data());
+      load_row(zr.row(r), zr.dtype, d, zz.data());
       float ss = 0.0f;
       for (float v : a) ss += v * v;
       const float inv = 1.0f / std::sqrt(ss / float(d) + eps);
@@ -352,9 +229,9 @@ void gated_rms_norm(Stream& s, const Tensor& x, const Tensor& z, const Tensor& w
         const float zi = zz[size_t(i)];
         a[size_t(i)] = a[size_t(i)] * inv * wf[size_t(i)] * (zi / (1.0f + std::exp(-zi)));
       }
-      cpu::store_row(a.data(), d, outr.dtype, outr.row(r));
+      store_row(a.data(), d, outr.dtype, outr.row(r));
     }
   });
 }
 
-}  // namespace vt
+}  // namespace vt::cpu

@@ -1,0 +1,38 @@
+// CUDA arms of vt/ops/attention.h and vt/ops/attn_preamble.h (no CUDA headers).
+// Arguments arrive validated by the op entry points; index tensors arrive read into
+// host vectors and are uploaded with the op (vt/cuda/stream_state.h).
+//
+// Kernels (cuda/attention/):
+//   attn_qk_norm_rope_gate: one warp per (token, head) work item (Hq query heads, then
+//     Hkv key heads); the head vector is normed in registers, staged in shared memory
+//     for the rotate-half pairs, written once; the gate's sigmoid is done by the warp
+//     of its query head. f32 throughout, one rounding per output.
+//   kv_cache_write: one block per token, every (head, dim) of k and v converted once.
+//   paged_attention: a tiled flash-attention on CUDA cores (see paged_attention.cu):
+//     each CTA takes a tile of query rows (tokens x the query heads of one kv head),
+//     walks the request's keys in shared-memory tiles of 32 with an online softmax,
+//     and for long contexts splits the keys over several CTAs (split-K), merged by a
+//     second kernel. head_dim 64, 128 or 256; caches bf16, f16 or f32.
+#pragma once
+
+#include <vector>
+
+#include "vt/ops/indices.h"
+#include "vt/ops/norm.h"
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt::cuda {
+
+void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const Tensor& q_norm_w,
+                            const Tensor& k_norm_w, float eps, RmsNormKind kind,
+                            const Tensor& cos_sin, const Tensor& q_out, const Tensor& k_out,
+                            const Tensor& gate_out);
+
+void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const std::vector<int64_t>& slots,
+                    const Tensor& k_cache, const Tensor& v_cache);
+
+void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                     const PagedBatch& batch, float scale, const Tensor& out);
+
+}  // namespace vt::cuda

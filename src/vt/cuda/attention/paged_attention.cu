@@ -1,0 +1,156 @@
+// Host side of paged attention (vt/cuda/attention.h): tiles, the split-K choice, the
+// index upload, the launch by (head_dim, cache dtype), and the split merge.
+#include <algorithm>
+#include <vector>
+
+#include "vt/cuda/attention.h"
+#include "vt/cuda/attention/paged_attention.cuh"
+#include "vt/cuda/check.h"
+#include "vt/cuda/stream_state.h"
+
+namespace vt::cuda {
+
+namespace {
+
+constexpr int kCombineWarps = 4;
+
+// out[t, h] = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z - M), M = max_z m_z (base 2).
+__global__ void __launch_bounds__(kCombineWarps* kWarp)
+    combine_kernel(const float* ws_acc, const float* ws_ml, int splits, int64_t rows, int d,
+                   void* out, DType out_dtype, int64_t out_t, int64_t out_h, int hq) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t row = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / kWarp;
+  if (row >= rows) return;
+  float mx = -INFINITY;
+  for (int z = 0; z < splits; ++z) mx = fmaxf(mx, ws_ml[(z * rows + row) * 2]);
+  float denom = 0.0f;
+  for (int z = 0; z < splits; ++z) {
+    const float mz = ws_ml[(z * rows + row) * 2];
+    if (mz != -INFINITY) denom += ws_ml[(z * rows + row) * 2 + 1] * exp2f(mz - mx);
+  }
+  const float inv = 1.0f / denom;
+  const int64_t off = (row / hq) * out_t + (row % hq) * out_h;
+  for (int e = lane; e < d; e += kWarp) {
+    float sum = 0.0f;
+    for (int z = 0; z < splits; ++z) {
+      const float mz = ws_ml[(z * rows + row) * 2];
+      if (mz != -INFINITY) sum += ws_acc[(z * rows + row) * d + e] * exp2f(mz - mx);
+    }
+    store_f32(out, out_dtype, off + e, sum * inv);
+  }
+}
+
+template <class T>
+void launch_for_dim(int d, const paged::Params& p, int tiles, cudaStream_t stream) {
+  switch (d) {
+    case 64: return paged::launch<64, T>(p, tiles, stream);
+    case 128: return paged::launch<128, T>(p, tiles, stream);
+    case 256: return paged::launch<256, T>(p, tiles, stream);
+    default: VT_THROW("paged_attention (CUDA): head_dim ", d, " has no kernel (64, 128, 256)");
+  }
+}
+
+}  // namespace
+
+void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                     const PagedBatch& pb, float scale, const Tensor& out) {
+  const int64_t T = q.size(0), hq = q.size(1), d = q.size(2);
+  if (T == 0) return;
+  const int64_t hkv = k_cache.size(2), group = hq / hkv, batch = pb.batch();
+  VT_CHECK(k_cache.dtype() == v_cache.dtype(), "paged_attention (CUDA): k_cache ", k_cache.str(),
+           " and v_cache ", v_cache.str(), " differ in dtype");
+  VT_CHECK(reinterpret_cast<uintptr_t>(k_cache.data_ptr()) % 16 == 0 &&
+               reinterpret_cast<uintptr_t>(v_cache.data_ptr()) % 16 == 0,
+           "paged_attention (CUDA): the caches must be 16-byte aligned");
+  VT_CHECK(T < (int64_t(1) << 31) && pb.max_blocks * batch < (int64_t(1) << 31),
+           "paged_attention (CUDA): batch too large for 32-bit indices");
+  StreamState& st = s.cuda_state();
+  set_device(st);
+
+  // Tiles: per request, runs of tokens_per_cta tokens; a CTA covers heads_per_cta of
+  // the group's query heads.
+  const int heads_per_cta = int(std::min<int64_t>(group, paged::kRows));
+  const int head_chunks = int((group + heads_per_cta - 1) / heads_per_cta);
+  const int tokens_per_cta = paged::kRows / heads_per_cta;
+  std::vector<int32_t> idx;  // query_start [B+1], seq_lens [B], block_table, tiles
+  idx.reserve(size_t(2 * batch + 1 + batch * pb.max_blocks));
+  for (int64_t v : pb.query_start) idx.push_back(int32_t(v));
+  for (int64_t v : pb.seq_lens) idx.push_back(int32_t(v));
+  idx.insert(idx.end(), pb.block_table, pb.block_table + batch * pb.max_blocks);
+  const size_t tiles_at = idx.size();
+  int64_t max_keys = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t q0 = pb.query_start[size_t(b)], q1 = pb.query_start[size_t(b + 1)];
+    if (q1 > q0) max_keys = std::max(max_keys, pb.seq_lens[size_t(b)]);
+    for (int64_t t = q0; t < q1; t += tokens_per_cta) {
+      idx.push_back(int32_t(b));
+      idx.push_back(int32_t(t));
+      idx.push_back(int32_t(std::min<int64_t>(tokens_per_cta, q1 - t)));
+    }
+  }
+  const int64_t tiles64 = int64_t(idx.size() - tiles_at) / 3;
+  if (tiles64 == 0) return;
+  VT_CHECK(tiles64 < int64_t(0x7fffffff), "paged_attention (CUDA): too many tiles");
+  const int num_tiles = int(tiles64);
+
+  // Split-K when the grid would leave SMs idle and contexts are long: aim for two
+  // waves of CTAs, each split at least 256 keys.
+  const int64_t ctas = int64_t(num_tiles) * hkv * head_chunks;
+  int splits = 1;
+  if (ctas < 2 * st.num_sms && max_keys > 512)
+    splits = int(std::min<int64_t>((2 * st.num_sms + ctas - 1) / ctas, (max_keys + 255) / 256));
+  splits = std::clamp(splits, 1, 64);
+  int split_keys = int((max_keys + splits - 1) / splits);
+  split_keys = std::max(paged::kKeys, (split_keys + paged::kKeys - 1) / paged::kKeys * paged::kKeys);
+  splits = int((max_keys + split_keys - 1) / split_keys);
+  splits = std::max(splits, 1);
+
+  const int32_t* d_idx = upload_indices(st, idx);
+  paged::Params p{};
+  p.q = q.data_ptr();
+  p.q_dtype = q.dtype();
+  p.q_t = q.stride(0);
+  p.q_h = q.stride(1);
+  p.k_cache = k_cache.data_ptr();
+  p.v_cache = v_cache.data_ptr();
+  p.out = out.data_ptr();
+  p.out_dtype = out.dtype();
+  p.out_t = out.stride(0);
+  p.out_h = out.stride(1);
+  p.query_start = d_idx;
+  p.seq_lens = d_idx + batch + 1;
+  p.block_table = d_idx + 2 * batch + 1;
+  p.tiles = d_idx + tiles_at;
+  p.max_blocks = int(pb.max_blocks);
+  p.block_size = int(k_cache.size(1));
+  p.tokens = int(T);
+  p.hq = int(hq);
+  p.hkv = int(hkv);
+  p.group = int(group);
+  p.heads_per_cta = heads_per_cta;
+  p.head_chunks = head_chunks;
+  p.splits = splits;
+  p.split_keys = split_keys;
+  p.scale_log2 = scale * 1.4426950408889634f;
+  if (splits > 1) {
+    const size_t acc_floats = size_t(splits) * size_t(T * hq * d);
+    float* ws = static_cast<float*>(
+        scratch(st, kWorkScratch, (acc_floats + size_t(splits) * size_t(T * hq) * 2) * 4));
+    p.ws_acc = ws;
+    p.ws_ml = ws + acc_floats;
+  }
+  switch (k_cache.dtype()) {
+    case DType::kBF16: launch_for_dim<__nv_bfloat16>(int(d), p, num_tiles, st.stream); break;
+    case DType::kF16: launch_for_dim<__half>(int(d), p, num_tiles, st.stream); break;
+    default: launch_for_dim<float>(int(d), p, num_tiles, st.stream); break;
+  }
+  if (splits > 1) {
+    const int64_t rows = T * hq;
+    combine_kernel<<<unsigned((rows + kCombineWarps - 1) / kCombineWarps), kCombineWarps * kWarp, 0,
+                     st.stream>>>(p.ws_acc, p.ws_ml, splits, rows, int(d), out.data_ptr(),
+                                  out.dtype(), out.stride(0), out.stride(1), int(hq));
+    VT_CUDA_CHECK_LAUNCH("paged attention combine_kernel");
+  }
+}
+
+}  // namespace vt::cuda

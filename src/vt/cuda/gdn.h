@@ -1,0 +1,35 @@
+// CUDA arms of vt/ops/gdn.h (no CUDA headers; defined in cuda/gdn/). Arguments arrive
+// validated; the request layout arrives read into host vectors and is uploaded with
+// the op. gated_rms_norm's arm is in vt/cuda/norm.h.
+//
+//   causal_conv1d_silu: one thread per (token, channel); the window's earlier rows
+//     come from x or, before the request's first token, from its state slot; a second
+//     kernel then rolls each request's state (ordered after the first on the stream,
+//     so no thread reads a state row another has overwritten).
+//   gdn_gates: one thread per (token, value head).
+//   gated_delta_rule: the token recurrence of §8.6 for decode AND prefill. The
+//     recurrence is separable by value column: column e of S evolves from k, q, beta,
+//     g and v[e] alone. So each CTA owns (request, value head, 32 columns), keeps its
+//     [Dk, 32] slice of the f32 state in registers (one column per thread) for the
+//     whole request, and reads only k, q (staged in shared memory) per token. The
+//     chunked (WY) form of §8.7 pays off only on tensor cores; until that kernel
+//     exists, the chunked op runs this recurrence on CUDA (same math to f32 rounding,
+//     as vt/ops/gdn.h states). Dk <= 128.
+#pragma once
+
+#include "vt/ops/args.h"
+#include "vt/ops/indices.h"
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt::cuda {
+
+void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varlen& req,
+                        const Tensor& conv_state, const Tensor& out);
+void gdn_gates(Stream& s, const Rows& a, const Rows& b, const Tensor& A_log, const Tensor& dt_bias,
+               const Tensor& g, const Tensor& beta);
+void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
+                      const Tensor& state, const Tensor& out);
+
+}  // namespace vt::cuda

@@ -1,0 +1,117 @@
+// vt/ops/attention.h: argument checks (once, before dispatch) and the backend choice.
+#include "vt/ops/attention.h"
+
+#include "vt/cpu/attention.h"
+#include "vt/ops/args.h"
+#include "vt/ops/indices.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/attention.h"
+#endif
+
+namespace vt {
+
+namespace {
+
+void check_heads(const Tensor& t, const char* op, const char* name) {
+  expect_dtype(t, op, name, kActDTypes);
+  VT_CHECK(t.dim() == 3, op, ": ", name, " ", t.str(), " must be [tokens, heads, head_dim]");
+  VT_CHECK(t.stride(2) == 1 || t.size(2) == 1, op, ": ", name, " ", t.str(),
+           " needs its head_dim contiguous");
+}
+
+void check_cache(const Tensor& c, const char* op, const char* name) {
+  expect_dtype(c, op, name, kActDTypes);
+  VT_CHECK(c.dim() == 4 && c.is_contiguous(), op, ": ", name, " ", c.str(),
+           " must be a contiguous [num_blocks, block_size, kv_heads, head_dim]");
+}
+
+}  // namespace
+
+void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                    Tensor& k_cache, Tensor& v_cache) {
+  const char* op = "kv_cache_write";
+  check_heads(k, op, "k");
+  check_heads(v, op, "v");
+  expect_shape(v, op, "v", k.shape());
+  check_cache(k_cache, op, "k_cache");
+  check_cache(v_cache, op, "v_cache");
+  expect_shape(v_cache, op, "v_cache", k_cache.shape());
+  VT_CHECK(k_cache.size(2) == k.size(1) && k_cache.size(3) == k.size(2), op, ": k_cache ",
+           k_cache.str(), " does not hold heads of k ", k.str());
+  const std::vector<int64_t> slots = read_index(slot_mapping, op, "slot_mapping", {DType::kI64});
+  VT_CHECK(int64_t(slots.size()) == k.size(0), op, ": slot_mapping has ", slots.size(),
+           " entries for ", k.size(0), " tokens");
+  expect_device(s, op, {&k, &v, &k_cache, &v_cache});
+  const int64_t num_slots = k_cache.size(0) * k_cache.size(1);
+  for (size_t t = 0; t < slots.size(); ++t)
+    VT_CHECK(slots[t] >= -1 && slots[t] < num_slots, op, ": slot_mapping[", t, "] = ", slots[t],
+             " is outside the cache's ", num_slots, " slots");
+  for (const Tensor* c : {&k_cache, &v_cache}) {
+    expect_no_alias(k, *c, op, "k");
+    expect_no_alias(v, *c, op, "v");
+  }
+  expect_no_alias(k_cache, v_cache, op, "k_cache");
+  if (s.device().is_cpu()) return cpu::kv_cache_write(s, k, v, slots, k_cache, v_cache);
+#if VTLLM_WITH_CUDA
+  cuda::kv_cache_write(s, k, v, slots, k_cache, v_cache);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                     const Tensor& query_start_loc, const Tensor& seq_lens,
+                     const Tensor& block_table, float scale, Tensor& out) {
+  const char* op = "paged_attention";
+  check_heads(q, op, "q");
+  check_heads(out, op, "out");
+  expect_shape(out, op, "out", q.shape());
+  expect_no_alias(q, out, op, "q");
+  check_cache(k_cache, op, "k_cache");
+  check_cache(v_cache, op, "v_cache");
+  expect_shape(v_cache, op, "v_cache", k_cache.shape());
+  expect_no_alias(k_cache, out, op, "k_cache");
+  expect_no_alias(v_cache, out, op, "v_cache");
+  const int64_t block_size = k_cache.size(1), hkv = k_cache.size(2), d = k_cache.size(3);
+  VT_CHECK(d == q.size(2), op, ": k_cache ", k_cache.str(), " has head_dim ", d, ", q ", q.str(),
+           " has ", q.size(2));
+  const int64_t hq = q.size(1);
+  VT_CHECK(hkv > 0 && hq % hkv == 0, op, ": ", hq, " query heads are not a multiple of ", hkv,
+           " kv heads");
+  PagedBatch pb{read_index(query_start_loc, op, "query_start_loc", {DType::kI32}),
+                read_index(seq_lens, op, "seq_lens", {DType::kI32}), nullptr, 0};
+  const int64_t batch = pb.batch();
+  VT_CHECK(int64_t(pb.query_start.size()) == batch + 1, op, ": query_start_loc has ",
+           pb.query_start.size(), " entries for ", batch, " requests");
+  VT_CHECK(pb.query_start[0] == 0 && pb.query_start[size_t(batch)] == q.size(0), op,
+           ": query_start_loc must run from 0 to ", q.size(0), " tokens");
+  expect_dtype(block_table, op, "block_table", {DType::kI32});
+  VT_CHECK(block_table.dim() == 2 && block_table.size(0) == batch && block_table.is_contiguous() &&
+               block_table.device().is_cpu(),
+           op, ": block_table ", block_table.str(), " must be a contiguous CPU [", batch,
+           ", max_blocks]");
+  pb.max_blocks = block_table.size(1);
+  pb.block_table = block_table.data<int32_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t q_len = pb.query_start[size_t(b + 1)] - pb.query_start[size_t(b)];
+    const int64_t len = pb.seq_lens[size_t(b)];
+    VT_CHECK(q_len >= 0 && q_len <= len, op, ": request ", b, " has ", q_len,
+             " query tokens but seq_len ", len);
+    VT_CHECK(len <= pb.max_blocks * block_size, op, ": request ", b, " seq_len ", len,
+             " exceeds its block table (", pb.max_blocks, " blocks of ", block_size, ")");
+    for (int64_t i = 0; i < (len + block_size - 1) / block_size; ++i) {
+      const int32_t blk = pb.block_table[b * pb.max_blocks + i];
+      VT_CHECK(blk >= 0 && blk < k_cache.size(0), op, ": block_table[", b, ", ", i, "] = ", blk,
+               " is not a block of ", k_cache.size(0));
+    }
+  }
+  expect_device(s, op, {&q, &k_cache, &v_cache, &out});
+  if (s.device().is_cpu()) return cpu::paged_attention(s, q, k_cache, v_cache, pb, scale, out);
+#if VTLLM_WITH_CUDA
+  cuda::paged_attention(s, q, k_cache, v_cache, pb, scale, out);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+}  // namespace vt

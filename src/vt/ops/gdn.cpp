@@ -1,0 +1,174 @@
+// vt/ops/gdn.h: argument checks (once, before dispatch) and the backend choice.
+#include "vt/ops/gdn.h"
+
+#include "vt/cpu/gdn.h"
+#include "vt/ops/args.h"
+#include "vt/ops/indices.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/gdn.h"
+#include "vt/cuda/norm.h"
+#endif
+
+namespace vt {
+
+namespace {
+
+void check_heads(const Tensor& t, const char* op, const char* name) {
+  expect_dtype(t, op, name, kActDTypes);
+  VT_CHECK(t.dim() == 3 && (t.stride(2) == 1 || t.size(2) == 1), op, ": ", name, " ", t.str(),
+           " must be [tokens, heads, head_dim] with head_dim contiguous");
+}
+
+void expect_f32_contiguous(const Tensor& t, const char* op, const char* name, const Shape& shape) {
+  expect_dtype(t, op, name, {DType::kF32});
+  expect_shape(t, op, name, shape);
+  VT_CHECK(t.is_contiguous(), op, ": ", name, " ", t.str(), " must be contiguous");
+}
+
+// The checks the two delta-rule forms share; returns the request layout.
+Varlen delta_checks(const char* op, Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const Tensor& g, const Tensor& beta, const Tensor& qsl, const Tensor& state,
+                    const Tensor& slots, const Tensor& out) {
+  check_heads(q, op, "q");
+  check_heads(k, op, "k");
+  check_heads(v, op, "v");
+  expect_shape(k, op, "k", q.shape());
+  const int64_t T = q.size(0), hk = q.size(1), dk = q.size(2), hv = v.size(1), dv = v.size(2);
+  VT_CHECK(v.size(0) == T, op, ": v ", v.str(), " has a token count other than q's ", T);
+  VT_CHECK(hk > 0 && hv % hk == 0, op, ": ", hv, " value heads are not a multiple of ", hk,
+           " key heads");
+  expect_f32_contiguous(g, op, "g", {T, hv});
+  expect_f32_contiguous(beta, op, "beta", {T, hv});
+  expect_dtype(state, op, "state", {DType::kF32});
+  VT_CHECK(state.dim() == 4 && state.size(1) == hv && state.size(2) == dk && state.size(3) == dv &&
+               state.is_contiguous(),
+           op, ": state ", state.str(), " must be a contiguous [slots, ", hv, ", ", dk, ", ", dv,
+           "]");
+  expect_dtype(out, op, "out", kActDTypes);
+  expect_shape(out, op, "out", v.shape());
+  VT_CHECK(out.is_contiguous(), op, ": out ", out.str(), " must be contiguous");
+  for (const Tensor* in : {&q, &k, &v, &g, &beta, &state})
+    expect_no_alias(*in, out, op, "an input");
+  for (const Tensor* in : {&q, &k, &v, &g, &beta})
+    expect_no_alias(*in, state, op, "an input");
+  expect_device(s, op, {&q, &k, &v, &g, &beta, &state, &out});
+  return read_varlen(qsl, slots, T, state.size(0), op);
+}
+
+}  // namespace
+
+void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& query_start_loc,
+                        Tensor& conv_state, const Tensor& state_slots, Tensor& out) {
+  const char* op = "causal_conv1d_silu";
+  expect_dtype(x, op, "x", kActDTypes);
+  VT_CHECK(x.dim() == 2 && (x.stride(1) == 1 || x.size(1) == 1), op, ": x ", x.str(),
+           " must be [tokens, channels] with channels contiguous");
+  const int64_t T = x.size(0), C = x.size(1);
+  expect_dtype(w, op, "w", kActDTypes);
+  VT_CHECK(w.dim() == 2 && w.size(0) == C && w.size(1) >= 1 && w.is_contiguous(), op, ": w ",
+           w.str(), " must be a contiguous [", C, ", kernel]");
+  const int64_t H = w.size(1) - 1;
+  expect_dtype(conv_state, op, "conv_state", {DType::kF32});
+  VT_CHECK(conv_state.dim() == 3 && conv_state.size(1) == H && conv_state.size(2) == C &&
+               conv_state.is_contiguous(),
+           op, ": conv_state ", conv_state.str(), " must be a contiguous [slots, ", H, ", ", C, "]");
+  expect_dtype(out, op, "out", kActDTypes);
+  expect_shape(out, op, "out", {T, C});
+  VT_CHECK(out.is_contiguous(), op, ": out ", out.str(), " must be contiguous");
+  expect_no_alias(x, out, op, "x");
+  expect_no_alias(conv_state, out, op, "conv_state");
+  expect_no_alias(x, conv_state, op, "x");
+  expect_device(s, op, {&x, &w, &conv_state, &out});
+  const Varlen req = read_varlen(query_start_loc, state_slots, T, conv_state.size(0), op);
+  if (s.device().is_cpu()) return cpu::causal_conv1d_silu(s, x, w, req, conv_state, out);
+#if VTLLM_WITH_CUDA
+  cuda::causal_conv1d_silu(s, x, w, req, conv_state, out);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
+               const Tensor& dt_bias, Tensor& g, Tensor& beta) {
+  const char* op = "gdn_gates";
+  expect_dtype(a, op, "a", kActDTypes);
+  expect_dtype(b, op, "b", kActDTypes);
+  VT_CHECK(a.dim() == 2, op, ": a ", a.str(), " must be [tokens, value_heads]");
+  expect_shape(b, op, "b", a.shape());
+  const int64_t T = a.size(0), hv = a.size(1);
+  for (const Tensor* p : {&A_log, &dt_bias}) {
+    expect_dtype(*p, op, "A_log/dt_bias", kActDTypes);
+    expect_shape(*p, op, "A_log/dt_bias", {hv});
+    VT_CHECK(p->is_contiguous(), op, ": A_log/dt_bias must be contiguous");
+  }
+  expect_f32_contiguous(g, op, "g", {T, hv});
+  expect_f32_contiguous(beta, op, "beta", {T, hv});
+  expect_device(s, op, {&a, &b, &A_log, &dt_bias, &g, &beta});
+  const Rows ar = rows_view(a, op, "a"), br = rows_view(b, op, "b");
+  if (s.device().is_cpu()) return cpu::gdn_gates(s, ar, br, A_log, dt_bias, g, beta);
+#if VTLLM_WITH_CUDA
+  cuda::gdn_gates(s, ar, br, A_log, dt_bias, g, beta);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void gated_delta_rule_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                                const Tensor& g, const Tensor& beta, float scale,
+                                const Tensor& query_start_loc, Tensor& state,
+                                const Tensor& state_slots, Tensor& out) {
+  const char* op = "gated_delta_rule_recurrent";
+  const Varlen req =
+      delta_checks(op, s, q, k, v, g, beta, query_start_loc, state, state_slots, out);
+  if (s.device().is_cpu())
+    return cpu::gated_delta_rule_recurrent(s, q, k, v, g, beta, scale, req, state, out);
+#if VTLLM_WITH_CUDA
+  cuda::gated_delta_rule(s, q, k, v, g, beta, scale, req, state, out);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& g, const Tensor& beta, float scale,
+                              const Tensor& query_start_loc, Tensor& state,
+                              const Tensor& state_slots, Tensor& out) {
+  const char* op = "gated_delta_rule_chunked";
+  const Varlen req =
+      delta_checks(op, s, q, k, v, g, beta, query_start_loc, state, state_slots, out);
+  if (s.device().is_cpu())
+    return cpu::gated_delta_rule_chunked(s, q, k, v, g, beta, scale, req, state, out);
+#if VTLLM_WITH_CUDA
+  // The CUDA arm runs the token recurrence for prefill too (vt/cuda/gdn.h says why).
+  cuda::gated_delta_rule(s, q, k, v, g, beta, scale, req, state, out);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void gated_rms_norm(Stream& s, const Tensor& x, const Tensor& z, const Tensor& w, float eps,
+                    Tensor& out) {
+  const char* op = "gated_rms_norm";
+  expect_dtype(x, op, "x", kActDTypes);
+  expect_dtype(z, op, "z", kActDTypes);
+  expect_dtype(w, op, "w", kActDTypes);
+  expect_dtype(out, op, "out", kActDTypes);
+  VT_CHECK(x.dim() >= 1, op, ": x ", x.str(), " needs at least one dim");
+  expect_shape(z, op, "z", x.shape());
+  expect_shape(out, op, "out", x.shape());
+  expect_shape(w, op, "w", {x.size(-1)});
+  VT_CHECK(w.is_contiguous(), op, ": w ", w.str(), " must be contiguous");
+  VT_CHECK(eps >= 0.0f, op, ": eps ", eps, " is negative");
+  expect_no_partial_alias(x, out, op, "x");
+  expect_no_partial_alias(z, out, op, "z");
+  expect_device(s, op, {&x, &z, &w, &out});
+  const Rows xr = rows_view(x, op, "x"), zr = rows_view(z, op, "z"), outr = rows_view(out, op, "out");
+  if (s.device().is_cpu()) return cpu::gated_rms_norm(s, xr, zr, w, eps, outr);
+#if VTLLM_WITH_CUDA
+  cuda::gated_rms_norm(s, xr, zr, w, eps, outr);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+}  // namespace vt

@@ -1,0 +1,169 @@
+// The CUDA attention ops against their CPU twins: the fused preamble, the KV-cache
+// write and paged attention (GQA, scattered blocks, context + new tokens, decode with
+// split-K over a long context), at Qwen3.5 sizes (head_dim 256) and Qwen3's (128).
+// Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "cuda_compare.h"
+#include "vt/ops/attention.h"
+#include "vt/ops/attn_preamble.h"
+
+namespace vt {
+namespace {
+
+using cudatest::expect_close;
+using cudatest::kBf16Rel;
+using cudatest::poisoned_gpu;
+using cudatest::randn;
+using cudatest::Streams;
+
+TEST(CudaAttnPreamble, FusedNormRopeGateMatchesCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  struct Case {
+    int64_t T, hq, hkv, d, rotary;
+    bool gated;
+    DType in, out;
+    RmsNormKind kind;
+  };
+  const Case cases[] = {
+      {37, 24, 4, 256, 64, true, DType::kBF16, DType::kBF16, RmsNormKind::kOnePlus},  // 27B
+      {19, 16, 8, 128, 128, false, DType::kBF16, DType::kF32, RmsNormKind::kPlain},   // Qwen3
+  };
+  uint64_t seed = 100;
+  for (const Case& c : cases) {
+    const int64_t per = c.gated ? 2 * c.d : c.d;
+    Tensor qg = randn({c.T, c.hq * per}, c.in, 2.0, seed++);
+    Tensor k = randn({c.T, c.hkv * c.d}, c.in, 2.0, seed++);
+    Tensor qw = randn({c.d}, DType::kBF16, 0.3, seed++), kw = randn({c.d}, DType::kBF16, 0.3, seed++);
+    Tensor pos = Tensor::empty({3, c.T}, DType::kI64);
+    for (int64_t t = 0; t < c.T; ++t)
+      for (int64_t a = 0; a < 3; ++a) pos.data<int64_t>()[a * c.T + t] = 5000 + t * (a + 1);
+    Tensor cs = c.rotary == 64 ? rope_cos_sin_table(pos, c.rotary, 1e7, {11, 11, 10})
+                               : rope_cos_sin_table(pos.select(0, 0), c.rotary, 1e6);
+    Tensor qo = Tensor::empty({c.T, c.hq, c.d}, c.out), ko = Tensor::empty({c.T, c.hkv, c.d}, c.out);
+    Tensor go = c.gated ? Tensor::empty({c.T, c.hq, c.d}, c.out) : Tensor();
+    attn_qk_norm_rope_gate(s.cpu, qg, k, qw, kw, 1e-6f, c.kind, cs, qo, ko, go);
+    Tensor qo_g = poisoned_gpu(s, {c.T, c.hq, c.d}, c.out);
+    Tensor ko_g = poisoned_gpu(s, {c.T, c.hkv, c.d}, c.out);
+    Tensor go_g = c.gated ? poisoned_gpu(s, {c.T, c.hq, c.d}, c.out) : Tensor();
+    attn_qk_norm_rope_gate(s.gpu, s.up(qg), s.up(k), s.up(qw), s.up(kw), 1e-6f, c.kind, s.up(cs),
+                           qo_g, ko_g, go_g);
+    const double rel = c.out == DType::kF32 ? 1e-5 : kBf16Rel;
+    expect_close(s, qo, qo_g, rel, 1e-6, "preamble q d" + std::to_string(c.d));
+    expect_close(s, ko, ko_g, rel, 1e-6, "preamble k d" + std::to_string(c.d));
+    if (c.gated) expect_close(s, go, go_g, rel, 1e-6, "preamble gate");
+  }
+}
+
+// A paged batch: request b has ctx[b] cached tokens and qlen[b] new ones; blocks are
+// a random permutation of the cache's, so every request's blocks are scattered.
+struct Batch {
+  Tensor qsl, seq_lens, block_table, slot_mapping;
+  int64_t tokens = 0;
+};
+
+Batch make_batch(const std::vector<int64_t>& ctx, const std::vector<int64_t>& qlen,
+                 int64_t block_size, int64_t num_blocks, uint64_t seed) {
+  const int64_t B = int64_t(ctx.size());
+  int64_t max_blocks = 0;
+  for (int64_t b = 0; b < B; ++b)
+    max_blocks = std::max(max_blocks, (ctx[size_t(b)] + qlen[size_t(b)] + block_size - 1) / block_size);
+  std::vector<int32_t> perm(static_cast<size_t>(num_blocks));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(unsigned(seed)));
+  Batch r;
+  r.qsl = Tensor::empty({B + 1}, DType::kI32);
+  r.seq_lens = Tensor::empty({B}, DType::kI32);
+  r.block_table = Tensor::empty({B, max_blocks}, DType::kI32);
+  size_t next = 0;
+  r.qsl.data<int32_t>()[0] = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    r.seq_lens.data<int32_t>()[b] = int32_t(ctx[size_t(b)] + qlen[size_t(b)]);
+    r.qsl.data<int32_t>()[b + 1] = int32_t(r.qsl.data<int32_t>()[b] + qlen[size_t(b)]);
+    for (int64_t i = 0; i < max_blocks; ++i) {
+      EXPECT_LT(next, perm.size());
+      r.block_table.data<int32_t>()[b * max_blocks + i] = perm[next++];
+    }
+  }
+  r.tokens = r.qsl.data<int32_t>()[B];
+  r.slot_mapping = Tensor::empty({r.tokens}, DType::kI64);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < qlen[size_t(b)]; ++j) {
+      const int64_t pos = ctx[size_t(b)] + j;
+      r.slot_mapping.data<int64_t>()[r.qsl.data<int32_t>()[b] + j] =
+          int64_t(r.block_table.data<int32_t>()[b * max_blocks + pos / block_size]) * block_size +
+          pos % block_size;
+    }
+  return r;
+}
+
+void run_attention_case(Streams& s, const std::vector<int64_t>& ctx, const std::vector<int64_t>& qlen,
+                        int64_t hq, int64_t hkv, int64_t d, DType cache_dt, DType q_dt,
+                        uint64_t seed, const std::string& what) {
+  const int64_t block_size = 16;
+  int64_t need = 0;
+  for (size_t b = 0; b < ctx.size(); ++b) need += (ctx[b] + qlen[b] + block_size - 1) / block_size + 1;
+  const int64_t num_blocks = need + 3;
+  Batch bt = make_batch(ctx, qlen, block_size, num_blocks, seed);
+  // The cache starts random (the context), then this step's keys are written.
+  Tensor kc = randn({num_blocks, block_size, hkv, d}, cache_dt, 1.0, seed + 1);
+  Tensor vc = randn({num_blocks, block_size, hkv, d}, cache_dt, 1.0, seed + 2);
+  Tensor kc_g = s.up(kc), vc_g = s.up(vc);
+  Tensor k = randn({bt.tokens, hkv, d}, q_dt, 1.0, seed + 3), v = randn({bt.tokens, hkv, d}, q_dt, 1.0, seed + 4);
+  kv_cache_write(s.cpu, k, v, bt.slot_mapping, kc, vc);
+  kv_cache_write(s.gpu, s.up(k), s.up(v), bt.slot_mapping, kc_g, vc_g);
+  expect_close(s, kc, kc_g, 0, 0, what + ": k_cache after kv_cache_write");
+  expect_close(s, vc, vc_g, 0, 0, what + ": v_cache after kv_cache_write");
+  // q as a strided view (a [T, Hq, D] slice of wider rows), as a fused projection gives.
+  Tensor qbig = randn({bt.tokens, hq, d + 32}, q_dt, 1.0, seed + 5);
+  Tensor q = qbig.slice(2, 0, d);
+  const float scale = 1.0f / std::sqrt(float(d));
+  Tensor want = Tensor::empty({bt.tokens, hq, d}, DType::kF32);
+  paged_attention(s.cpu, q, kc, vc, bt.qsl, bt.seq_lens, bt.block_table, scale, want);
+  Tensor got = poisoned_gpu(s, {bt.tokens, hq, d}, DType::kF32);
+  paged_attention(s.gpu, s.up(qbig).slice(2, 0, d), kc_g, vc_g, bt.qsl, bt.seq_lens,
+                  bt.block_table, scale, got);
+  // f32 scores and weighted sums over up to a few thousand keys in another order.
+  expect_close(s, want, got, 2e-5, 2e-5, what + " (f32 out)");
+  Tensor got16 = poisoned_gpu(s, {bt.tokens, hq, d}, DType::kBF16);
+  paged_attention(s.gpu, s.up(qbig).slice(2, 0, d), kc_g, vc_g, bt.qsl, bt.seq_lens,
+                  bt.block_table, scale, got16);
+  expect_close(s, want, got16, kBf16Rel, 2e-5, what + " (bf16 out)");
+}
+
+TEST(CudaPagedAttention, PrefillWithContextAndDecodeHeadDim256) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  // Qwen3.5-27B: 24 query heads on 4 kv heads (groups of 6), head_dim 256.
+  run_attention_case(s, {0, 40, 300, 7}, {77, 1, 33, 1}, 24, 4, 256, DType::kBF16, DType::kBF16,
+                     200, "d256 gqa6 mixed prefill/decode");
+  // Qwen3.5-35B-A3B: 16 on 2 (groups of 8).
+  run_attention_case(s, {100, 0}, {5, 16}, 16, 2, 256, DType::kBF16, DType::kF32, 210,
+                     "d256 gqa8");
+}
+
+TEST(CudaPagedAttention, HeadDim128AndOtherCacheDtypes) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  run_attention_case(s, {13, 0, 64}, {3, 50, 1}, 32, 8, 128, DType::kBF16, DType::kBF16, 300,
+                     "d128 gqa4");
+  run_attention_case(s, {20}, {20}, 8, 8, 128, DType::kF32, DType::kF32, 310, "d128 mha f32 cache");
+  run_attention_case(s, {9}, {40}, 40, 2, 64, DType::kF16, DType::kF16, 320, "d64 gqa20 f16 cache");
+}
+
+TEST(CudaPagedAttention, LongContextDecodeUsesSplitK) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  // One or two decode requests over thousands of keys: too few CTAs without split-K.
+  run_attention_case(s, {5000}, {1}, 24, 4, 256, DType::kBF16, DType::kBF16, 400,
+                     "d256 decode over 5000 keys");
+  run_attention_case(s, {3000, 777}, {1, 2}, 32, 8, 128, DType::kBF16, DType::kBF16, 410,
+                     "d128 decode over 3000 and 777 keys");
+}
+
+}  // namespace
+}  // namespace vt

@@ -1,0 +1,85 @@
+// Helpers of the CUDA-vs-CPU op tests: random inputs made on the host, the same op
+// run on both backends, outputs compared elementwise with a stated tolerance.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "vt/ops/copy.h"
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt::cudatest {
+
+struct Streams {
+  Stream cpu{Device::cpu()};
+  Stream gpu{Device::cuda(0)};
+  Tensor up(const Tensor& t) { return to_device(gpu, contiguous(cpu, t), gpu.device()); }
+  Tensor down(const Tensor& t) { return to_device(gpu, t, Device::cpu()); }
+};
+
+// Random normals (mean 0, `scale`) rounded to dtype, on the CPU; never all zero.
+inline Tensor randn(const Shape& shape, DType dtype, double scale, uint64_t seed) {
+  Tensor f = Tensor::empty(shape, DType::kF32);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, float(scale));
+  for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = d(rng);
+  Stream s(Device::cpu(), 1);
+  return to_dtype(s, f, dtype);
+}
+
+inline Tensor uniform(const Shape& shape, float lo, float hi, uint64_t seed) {
+  Tensor f = Tensor::empty(shape, DType::kF32);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = d(rng);
+  return f;
+}
+
+// An output on the GPU with every byte 0xff (NaN in every float dtype).
+inline Tensor poisoned_gpu(Streams& s, const Shape& shape, DType dtype) {
+  Tensor host = Tensor::empty(shape, dtype);
+  std::memset(host.data_ptr(), 0xff, host.nbytes());
+  return s.up(host);
+}
+
+// Compares `got` (any device) to the CPU result `want`: every element must satisfy
+// |got - want| <= rel * |want| + abs * rms(want); a NaN fails. Returns the worst
+// ratio of error to allowance (<= 1 passes), reported with `what`.
+inline double expect_close(Streams& s, const Tensor& want, const Tensor& got, double rel,
+                           double abs, const std::string& what) {
+  Tensor w = to_dtype(s.cpu, contiguous(s.cpu, want), DType::kF32);
+  Tensor g = to_dtype(s.cpu, got.device().is_cpu() ? contiguous(s.cpu, got) : s.down(got),
+                      DType::kF32);
+  EXPECT_EQ(w.numel(), g.numel()) << what;
+  double ss = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) ss += double(w.data<float>()[i]) * w.data<float>()[i];
+  const double rms = std::sqrt(ss / double(std::max<int64_t>(w.numel(), 1)));
+  double worst = 0;
+  int64_t worst_i = 0, bad = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const double a = w.data<float>()[i], b = g.data<float>()[i];
+    const double allow = rel * std::fabs(a) + abs * rms + 1e-30;
+    const double r = std::isnan(b) && !std::isnan(a) ? INFINITY : std::fabs(a - b) / allow;
+    if (r > 1) ++bad;
+    if (r > worst) worst = r, worst_i = i;
+  }
+  EXPECT_LE(worst, 1.0) << what << ": " << bad << " of " << w.numel()
+                        << " elements out of tolerance; worst at " << worst_i << ": cpu "
+                        << w.data<float>()[worst_i] << " cuda " << g.data<float>()[worst_i]
+                        << " (rel " << rel << ", abs " << abs << " x rms " << rms << ")";
+  return worst;
+}
+
+// One bf16 rounding is at most 2^-9 relative; two results rounded from f32 values that
+// differ slightly can land one bf16 ulp apart (2^-8 relative, 2^-7 below a power of 2).
+inline constexpr double kBf16Rel = 1.0 / 128;
+
+#define VT_REQUIRE_GPU() \
+  if (::vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
+
+}  // namespace vt::cudatest

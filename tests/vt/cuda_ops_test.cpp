@@ -1,0 +1,183 @@
+// The CUDA arms of the elementwise, copy/fill, embedding, argmax and linear ops
+// against their CPU twins on random inputs at model sizes, and the selfcheck cases
+// (double-precision references) on a CUDA stream. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include "cuda_compare.h"
+#include "vt/check/harness.h"
+#include "vt/ops/activation.h"
+#include "vt/ops/embedding.h"
+#include "vt/ops/fill.h"
+#include "vt/ops/gemm.h"
+#include "vt/ops/norm.h"
+#include "vt/ops/sampling.h"
+
+namespace vt {
+namespace {
+
+using cudatest::expect_close;
+using cudatest::kBf16Rel;
+using cudatest::poisoned_gpu;
+using cudatest::randn;
+using cudatest::Streams;
+
+TEST(CudaSelfcheck, EveryCaseWithACudaArmPasses) {
+  VT_REQUIRE_GPU();
+  Stream g(Device::cuda(0));
+  int ran = 0;
+  for (const check::Result& r : check::run_all(g, 5)) {
+    if (r.skipped) continue;
+    ++ran;
+    EXPECT_TRUE(r.passed) << r.op << " (" << r.config << "): err " << r.err << " tol " << r.tol
+                          << " " << r.note;
+  }
+  EXPECT_GE(ran, 20);
+}
+
+TEST(CudaElementwise, MatchCpuAtModelSizes) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  // silu_and_mul over Qwen3.5-27B's gate_up (intermediate 17408), bf16 -> bf16.
+  Tensor x = randn({9, 2 * 17408}, DType::kBF16, 2.0, 1);
+  Tensor want = Tensor::empty({9, 17408}, DType::kBF16);
+  silu_and_mul(s.cpu, x, want);
+  Tensor got = poisoned_gpu(s, {9, 17408}, DType::kBF16);
+  silu_and_mul(s.gpu, s.up(x), got);
+  expect_close(s, want, got, kBf16Rel, 0, "silu_and_mul bf16[9, 34816]");
+
+  // add and mul, bf16 + f32 -> bf16, and in place on a strided view.
+  Tensor a = randn({33, 5120}, DType::kBF16, 1.0, 2), b = randn({33, 5120}, DType::kF32, 1.0, 3);
+  for (bool is_add : {true, false}) {
+    Tensor w = Tensor::empty({33, 5120}, DType::kBF16);
+    Tensor gg = poisoned_gpu(s, {33, 5120}, DType::kBF16);
+    Tensor ag = s.up(a), bg = s.up(b);
+    if (is_add) {
+      add(s.cpu, a, b, w);
+      add(s.gpu, ag, bg, gg);
+    } else {
+      mul(s.cpu, a, b, w);
+      mul(s.gpu, ag, bg, gg);
+    }
+    expect_close(s, w, gg, kBf16Rel, 0, is_add ? "add" : "mul");
+  }
+  Tensor wide = randn({40, 300}, DType::kF32, 3.0, 4);
+  Tensor view_c = wide.slice(1, 10, 266), wide_g = s.up(wide);
+  Tensor view_g = wide_g.slice(1, 10, 266);
+  sigmoid(s.cpu, view_c, view_c);
+  sigmoid(s.gpu, view_g, view_g);
+  expect_close(s, wide, wide_g, 1e-6, 0, "sigmoid in place on a column slice (untouched columns too)");
+
+  // l2_normalize per GDN key head (a column slice of the conv output), f32.
+  Tensor act = randn({70, 10240}, DType::kF32, 1.0, 5), act_g = s.up(act);
+  Tensor qc = Tensor::empty({70, 128}, DType::kF32), qg = poisoned_gpu(s, {70, 128}, DType::kF32);
+  l2_normalize(s.cpu, act.slice(1, 256, 384), 1e-6f, qc);
+  l2_normalize(s.gpu, act_g.slice(1, 256, 384), 1e-6f, qg);
+  expect_close(s, qc, qg, 1e-5, 1e-6, "l2_normalize f32 head slice");
+}
+
+TEST(CudaCopy, StridedConversionsAndFill) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  Tensor x = randn({64, 96}, DType::kF32, 1.0, 6), xg = s.up(x);
+  Tensor want = to_dtype(s.cpu, x.transpose(0, 1), DType::kBF16);
+  Tensor got = poisoned_gpu(s, {96, 64}, DType::kBF16);
+  copy(s.gpu, xg.transpose(0, 1), got);
+  expect_close(s, want, got, 0, 0, "f32 transposed -> bf16 (bit-exact rounding)");
+
+  Tensor ints = Tensor::empty({1000}, DType::kI64);
+  for (int64_t i = 0; i < 1000; ++i) ints.data<int64_t>()[i] = i * 7919 - 400000;
+  Tensor ig = s.up(ints), i32 = poisoned_gpu(s, {1000}, DType::kI32);
+  copy(s.gpu, ig, i32);
+  Tensor back = s.down(i32);
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(back.data<int32_t>()[i], int32_t(i * 7919 - 400000));
+
+  Tensor state = s.up(randn({5, 48, 128, 128}, DType::kF32, 1.0, 7));
+  Tensor slot = state.select(0, 3);
+  zero(s.gpu, slot);
+  Tensor host = s.down(state);
+  const int64_t per = 48 * 128 * 128;
+  for (int64_t i = 0; i < 5 * per; ++i) {
+    const float v = host.data<float>()[i];
+    ASSERT_EQ(v == 0.0f, i / per == 3) << "element " << i;
+  }
+}
+
+TEST(CudaEmbedding, GathersRowsAndRejectsBadIds) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  Tensor table = randn({32000, 1024}, DType::kBF16, 1.0, 8);
+  Tensor ids = Tensor::empty({77}, DType::kI32);
+  std::mt19937 rng(9);
+  for (int64_t i = 0; i < 77; ++i) ids.data<int32_t>()[i] = int32_t(rng() % 32000);
+  ids.data<int32_t>()[0] = 31999;
+  Tensor want = Tensor::empty({77, 1024}, DType::kF32);
+  embedding(s.cpu, table, ids, want);
+  Tensor tg = s.up(table);
+  for (bool ids_on_gpu : {false, true}) {
+    Tensor got = poisoned_gpu(s, {77, 1024}, DType::kF32);
+    embedding(s.gpu, tg, ids_on_gpu ? s.up(ids) : ids, got);
+    expect_close(s, want, got, 0, 0, ids_on_gpu ? "embedding, ids on the GPU" : "embedding");
+  }
+  ids.data<int32_t>()[5] = 32000;
+  Tensor got = poisoned_gpu(s, {77, 1024}, DType::kF32);
+  EXPECT_THROW(embedding(s.gpu, tg, ids, got), vtllm::Error);
+}
+
+TEST(CudaArgmax, VocabRowsWithTiesAndNaN) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t rows = 7, vocab = 151936;
+  Tensor f = randn({rows, vocab}, DType::kF32, 3.0, 10);
+  f.data<float>()[1 * vocab + 9000] = f.data<float>()[1 * vocab + 150000] = 100.0f;  // tie
+  f.data<float>()[2 * vocab + 151935] = 100.0f;                                    // last
+  f.data<float>()[3 * vocab + 77] = NAN;                                           // NaN wins
+  f.data<float>()[3 * vocab + 5] = 100.0f;
+  Tensor logits = to_dtype(s.cpu, f, DType::kBF16);
+  Tensor want = Tensor::empty({rows}, DType::kI64);
+  argmax(s.cpu, logits, want);
+  Tensor got = poisoned_gpu(s, {rows}, DType::kI64);
+  argmax(s.gpu, s.up(logits), got);
+  Tensor back = s.down(got);
+  for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(back.data<int64_t>()[r], want.data<int64_t>()[r]) << r;
+  EXPECT_EQ(back.data<int64_t>()[1], 9000);
+  EXPECT_EQ(back.data<int64_t>()[3], 77);
+}
+
+TEST(CudaLinear, MatchesCpuAtModelShapes) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  struct Case {
+    int64_t m, k, n;
+    DType x, w, out;
+    bool bias, strided_x;
+  };
+  // Qwen3.5-27B: hidden 5120, q_proj 5120 -> 12288 (24 heads x 2 x 256), MLP down 17408 -> 5120.
+  const Case cases[] = {
+      {1, 5120, 12288, DType::kBF16, DType::kBF16, DType::kBF16, false, false},
+      {64, 17408, 5120, DType::kBF16, DType::kBF16, DType::kBF16, false, false},
+      {130, 1024, 3072, DType::kBF16, DType::kBF16, DType::kF32, false, true},
+      {37, 1024, 1000, DType::kF32, DType::kF32, DType::kF32, true, false},
+      {5, 512, 700, DType::kF32, DType::kBF16, DType::kBF16, true, false},
+  };
+  uint64_t seed = 20;
+  for (const Case& c : cases) {
+    const std::string what = "linear x " + std::string(dtype_name(c.x)) + shape_str({c.m, c.k}) +
+                             " w " + dtype_name(c.w) + shape_str({c.n, c.k}) + " -> " +
+                             dtype_name(c.out) + (c.bias ? " +bias" : "") +
+                             (c.strided_x ? " strided x" : "");
+    Tensor xbig = randn({c.m, c.k + (c.strided_x ? 64 : 0)}, c.x, 1.0, seed++);
+    Tensor x = xbig.slice(1, 0, c.k);
+    Tensor w = randn({c.n, c.k}, c.w, 1.0 / std::sqrt(double(c.k)), seed++);
+    Tensor bias = c.bias ? randn({c.n}, DType::kF32, 1.0, seed++) : Tensor();
+    Tensor want = Tensor::empty({c.m, c.n}, c.out);
+    linear(s.cpu, x, w, want, bias);
+    Tensor got = poisoned_gpu(s, {c.m, c.n}, c.out);
+    Tensor xg = s.up(xbig).slice(1, 0, c.k);
+    linear(s.gpu, xg, s.up(w), got, c.bias ? s.up(bias) : Tensor());
+    // f32 sums of K products in different orders: ~sqrt(K) 2^-24 of the output scale.
+    expect_close(s, want, got, c.out == DType::kF32 ? 1e-5 : kBf16Rel, 2e-5, what);
+  }
+}
+
+}  // namespace
+}  // namespace vt
