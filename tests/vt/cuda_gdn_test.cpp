@@ -57,8 +57,9 @@ TEST(CudaGdn, ConvAndGatesMatchCpu) {
   expect_close(s, y, y_g, kBf16Rel, 1e-6, "gated rms norm bf16");
 }
 
-void delta_case(Streams& s, int64_t hk, int64_t hv, bool chunked, DType io, uint64_t seed) {
-  const int64_t dk = 128, dv = 128, slots = 5;
+void delta_case(Streams& s, int64_t hk, int64_t hv, bool chunked, DType io, uint64_t seed,
+                int64_t dk = 128) {
+  const int64_t dv = dk, slots = 5;
   const std::vector<int32_t> qsl{0, 1, 71, 71 + 150}, slot{3, 1, 4};
   const int64_t T = qsl.back();
   // q, k l2-normalised per head (as the model feeds them), v ~ N(0, 1); decays in
@@ -85,7 +86,8 @@ void delta_case(Streams& s, int64_t hk, int64_t hv, bool chunked, DType io, uint
                                i32(qsl), st_g, i32(slot), out_g);
   }
   const std::string what = std::string(chunked ? "chunked" : "recurrent") + " Hk " +
-                           std::to_string(hk) + " Hv " + std::to_string(hv) + " " + dtype_name(io);
+                           std::to_string(hk) + " Hv " + std::to_string(hv) + " Dk " +
+                           std::to_string(dk) + " " + dtype_name(io);
   // f32 state through 150 tokens, sums of 128 terms in another order (and, against the
   // CPU chunked form, another algorithm): f32-level differences.
   expect_close(s, out, out_g, io == DType::kF32 ? 1e-4 : kBf16Rel, 1e-4, what + ": out");
@@ -97,6 +99,7 @@ TEST(CudaGdn, DeltaRuleRecurrentMatchesCpu) {
   Streams s;
   delta_case(s, 16, 48, false, DType::kF32, 600);  // 27B
   delta_case(s, 16, 32, false, DType::kBF16, 610);  // 35B
+  delta_case(s, 2, 6, false, DType::kF32, 620, 32);   // the tiny test fixtures (padded state)
 }
 
 TEST(CudaGdn, DeltaRuleChunkedMatchesCpuChunked) {

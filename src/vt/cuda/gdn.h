@@ -14,7 +14,7 @@
 //     whole request, and reads only k, q (staged in shared memory) per token. The
 //     chunked (WY) form of §8.7 pays off only on tensor cores; until that kernel
 //     exists, the chunked op runs this recurrence on CUDA (same math to f32 rounding,
-//     as vt/ops/gdn.h states). Dk <= 128.
+//     as vt/ops/gdn.h states). Dk <= 128 (32, 64, 128 instantiated; others padded).
 #pragma once
 
 #include "vt/ops/args.h"

@@ -60,6 +60,16 @@ constexpr int smem_bytes() {
   return kRows * D * 4 + kKeys * (D * int(sizeof(T)) + 4) + kKeys * D * int(sizeof(T));
 }
 
+// Elements e, e + 1 of a shared-memory K row (e even) as floats: one 32-bit load for
+// 16-bit types; two for f32, whose padded rows are only 4-byte aligned.
+__device__ __forceinline__ float2 load_pair(const __nv_bfloat16* p) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+}
+__device__ __forceinline__ float2 load_pair(const __half* p) {
+  return __half22float2(*reinterpret_cast<const __half2*>(p));
+}
+__device__ __forceinline__ float2 load_pair(const float* p) { return make_float2(p[0], p[1]); }
+
 template <int D, class T>
 __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
   static_assert(D % kWarp == 0 && (D * sizeof(T)) % 16 == 0, "head_dim");
@@ -144,11 +154,15 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
     for (int i = 0; i < kRowsPerWarp; ++i) sc[i] = 0.0f;
     const T* krow = reinterpret_cast<const T*>(k_s + lane * kRowWords);
     const float* qw = q_s + warp * kRowsPerWarp * D;
-#pragma unroll 8
-    for (int e = 0; e < D; ++e) {
-      const float kv = to_float(krow[e]);
+#pragma unroll 4
+    for (int e = 0; e < D; e += 2) {  // two dims per step: one K load, float2 q broadcasts
+      const float2 kv = load_pair(krow + e);
 #pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) sc[i] += qw[i * D + e] * kv;
+      for (int i = 0; i < kRowsPerWarp; ++i) {
+        const float2 qv = *reinterpret_cast<const float2*>(qw + i * D + e);
+        sc[i] += qv.x * kv.x;
+        sc[i] += qv.y * kv.y;
+      }
     }
     const int key = kt + lane;
 #pragma unroll

@@ -37,7 +37,7 @@ struct DeltaParams {
   DType out_dtype;
   const int32_t* start;  // [B + 1]
   const int32_t* slot;   // [B]
-  int hv, ratio, dv;
+  int hv, ratio, dk, dv;  // dk <= DK: rows past dk are zero padding
   float scale;
 };
 
@@ -51,12 +51,13 @@ __global__ void __launch_bounds__(kCols) delta_rule_kernel(DeltaParams p) {
   float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * DK) * p.dv + col;
   float S[DK];
 #pragma unroll
-  for (int i = 0; i < DK; ++i) S[i] = active ? S_g[int64_t(i) * p.dv] : 0.0f;
+  for (int i = 0; i < DK; ++i) S[i] = active && i < p.dk ? S_g[int64_t(i) * p.dv] : 0.0f;
   const int64_t t_end = p.start[b + 1];
   for (int64_t t = p.start[b]; t < t_end; ++t) {
-    for (int i = lane; i < DK; i += kCols) {
-      k_s[i] = load_f32(p.k, p.k_dtype, t * p.k_t + int64_t(hk) * p.k_h + i);
-      q_s[i] = load_f32(p.q, p.q_dtype, t * p.q_t + int64_t(hk) * p.q_h + i) * p.scale;
+    for (int i = lane; i < DK; i += kCols) {  // zero k rows keep the padded S rows zero
+      k_s[i] = i < p.dk ? load_f32(p.k, p.k_dtype, t * p.k_t + int64_t(hk) * p.k_h + i) : 0.0f;
+      q_s[i] = i < p.dk ? load_f32(p.q, p.q_dtype, t * p.q_t + int64_t(hk) * p.q_h + i) * p.scale
+                        : 0.0f;
     }
     __syncwarp();
     const float decay = expf(p.g[t * p.hv + h]), bt = p.beta[t * p.hv + h];
@@ -91,7 +92,8 @@ __global__ void __launch_bounds__(kCols) delta_rule_kernel(DeltaParams p) {
   }
   if (active) {
 #pragma unroll
-    for (int i = 0; i < DK; ++i) S_g[int64_t(i) * p.dv] = S[i];
+    for (int i = 0; i < DK; ++i)
+      if (i < p.dk) S_g[int64_t(i) * p.dv] = S[i];
   }
 }
 
@@ -102,8 +104,8 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
                       const Tensor& state, const Tensor& out) {
   const int64_t B = req.batch(), hv = v.size(1), dk = q.size(2), dv = v.size(2);
   if (B == 0 || hv == 0 || dv == 0) return;
-  VT_CHECK(dk == 128 || dk == 64, "gated_delta_rule (CUDA): key head_dim ", dk,
-           " has no kernel (64, 128)");
+  VT_CHECK(dk >= 1 && dk <= 128, "gated_delta_rule (CUDA): key head_dim ", dk,
+           " exceeds the kernel's 128");
   VT_CHECK(B <= 65535 && hv <= 65535, "gated_delta_rule (CUDA): grid too large");
   StreamState& st = s.cuda_state();
   set_device(st);
@@ -115,12 +117,15 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
                 k.dtype(),        k.stride(0), k.stride(1),  v.data_ptr(), v.dtype(),
                 v.stride(0),      v.stride(1), g.data<float>(), beta.data<float>(),
                 state.data<float>(), out.data_ptr(), out.dtype(), d, d + B + 1, int(hv),
-                int(hv / q.size(1)), int(dv), scale};
+                int(hv / q.size(1)), int(dk), int(dv), scale};
   const dim3 grid(unsigned((dv + kCols - 1) / kCols), unsigned(hv), unsigned(B));
-  if (dk == 128)
-    delta_rule_kernel<128><<<grid, kCols, 0, st.stream>>>(p);
-  else
+  // The smallest instantiated state height that holds dk (zero-padded past dk).
+  if (dk <= 32)
+    delta_rule_kernel<32><<<grid, kCols, 0, st.stream>>>(p);
+  else if (dk <= 64)
     delta_rule_kernel<64><<<grid, kCols, 0, st.stream>>>(p);
+  else
+    delta_rule_kernel<128><<<grid, kCols, 0, st.stream>>>(p);
   VT_CUDA_CHECK_LAUNCH("delta_rule_kernel");
 }
 
