@@ -10,6 +10,8 @@
 #include "base/error.h"
 #include "bench/report.h"
 #include "bench/serve_bench.h"
+#include "bench/throughput_bench.h"
+#include "io/weight_loader.h"
 #include "commands.h"
 
 namespace vtllm::cli {
@@ -113,19 +115,97 @@ int bench_serve(int argc, char** argv) {
   return failed ? 1 : 0;
 }
 
+constexpr const char* kThroughputUsage =
+    "usage: vtllm bench throughput DIR [options]\n\n"
+    "Model speed in-process (no server, no sampler: greedy argmax on the device). Decode:\n"
+    "B requests prefilled to --input-len tokens, then --output-len timed decode steps of B\n"
+    "tokens (median step). Prefill (--prefill-only): B prompts of --input-len tokens in one\n"
+    "step. Each row: step time, tokens/s, achieved GB/s (weights + KV + GDN state bytes a\n"
+    "step must move, counted from config.json) against the 4.3 TB/s copy ceiling and\n"
+    "TFLOP/s against 790 (H200 dense bf16, measured).\n\n"
+    "options:\n"
+    "  --device D                  cuda (default), cuda:N or cpu\n"
+    "  --load-format auto|dummy    safetensors of DIR, or random weights of config.json's shapes\n"
+    "  --batch LIST                batch sizes, e.g. 1,8,32,64 (default 1)\n"
+    "  --input-len N               prompt / decode context tokens (default 512)\n"
+    "  --output-len N              timed decode steps per row (default 64)\n"
+    "  --prefill-only              time prefill steps instead of decode\n"
+    "  --prefill-lens LIST         also time batch-1 prefill of these prompt lengths after the\n"
+    "                              decode rows (one model load for both), e.g. 512,4096\n"
+    "  --repeats N                 timed prefill steps per row (default 5)\n"
+    "  --gpu-memory-utilization F  share of device memory for weights + activations + cache\n"
+    "                              (default 0.9)\n"
+    "  --seed N                    dummy weights and prompt ids (default 0)\n"
+    "  --json FILE                 write the results as JSON\n";
+
+int bench_throughput(int argc, char** argv) {
+  Args args(argc, argv,
+            {"device", "load-format", "batch", "input-len", "output-len", "repeats", "prefill-lens",
+             "gpu-memory-utilization", "seed", "json"},
+            {"help", "prefill-only"});
+  if (args.has("help") || args.positional().size() != 1) {
+    std::fputs(kThroughputUsage, args.has("help") ? stdout : stderr);
+    return args.has("help") ? 0 : 2;
+  }
+  bench::ThroughputConfig c;
+  c.dir = args.positional()[0];
+  c.device = vt::device_from_name(args.get_or("device", "cuda"));
+  const std::string format = args.get_or("load-format", "auto");
+  VT_CHECK(format == "auto" || format == "dummy", "--load-format ", format,
+           ": expected auto or dummy");
+  c.load_format = io::load_format_from_name(format);
+  c.batches = parse_int_list("batch", args.get_or("batch", "1"));
+  c.input_len = args.get_int("input-len", 512);
+  c.output_len = args.get_int("output-len", 64);
+  c.repeats = int(args.get_int("repeats", 5));
+  c.prefill_only = args.has("prefill-only");
+  if (auto l = args.get("prefill-lens"))
+    for (int v : parse_int_list("prefill-lens", *l)) c.prefill_lens.push_back(v);
+  c.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
+  c.seed = uint64_t(args.get_int("seed", 0));
+  VT_CHECK(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
+           "--input-len, --output-len and --repeats must be > 0");
+
+  std::printf("bench throughput: %s on %s, %s weights, %s, input %lld%s, batches", c.dir.c_str(),
+              c.device.str().c_str(), format.c_str(), c.prefill_only ? "prefill" : "decode",
+              (long long)c.input_len,
+              c.prefill_only ? "" : str_cat(", ", c.output_len, " decode steps").c_str());
+  for (int b : c.batches) std::printf(" %d", b);
+  std::printf("\n");
+  std::fflush(stdout);
+  bool header = false;
+  const bench::ThroughputResult r = bench::run_throughput(c, [&](const bench::ThroughputRow& row) {
+    if (!header) {
+      bench::print_throughput_header(stdout);
+      header = true;
+    }
+    bench::print_throughput_row(stdout, row);
+  });
+  std::printf("model: %s; %lld parameters, %.2f GB of weights read per step; loaded in %.1f s\n",
+              r.model.c_str(), (long long)r.parameters, r.cost.weight_bytes / 1e9, r.load_seconds);
+  if (!r.cache_plan.empty()) std::printf("%s\n", r.cache_plan.c_str());
+  if (auto path = args.get("json")) {
+    bench::write_file(*path, bench::throughput_json(c, r));
+    std::printf("wrote %s\n", path->c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
   const char* usage =
       "usage: vtllm bench <mode> [options]\n\n"
       "modes:\n"
-      "  serve        load an OpenAI-compatible server; latency percentiles and throughput\n\n"
+      "  serve        load an OpenAI-compatible server; latency percentiles and throughput\n"
+      "  throughput   model speed in-process: decode / prefill tokens/s against the roofline\n\n"
       "'vtllm bench <mode> --help' describes a mode's options.\n";
   if (argc < 1 || !std::strcmp(argv[0], "--help") || !std::strcmp(argv[0], "-h")) {
     std::fputs(usage, argc < 1 ? stderr : stdout);
     return argc < 1 ? 2 : 0;
   }
   if (!std::strcmp(argv[0], "serve")) return bench_serve(argc - 1, argv + 1);
+  if (!std::strcmp(argv[0], "throughput")) return bench_throughput(argc - 1, argv + 1);
   std::fprintf(stderr, "vtllm bench: unknown mode '%s'\n\n%s", argv[0], usage);
   return 2;
 }

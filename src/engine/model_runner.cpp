@@ -1,10 +1,13 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "base/error.h"
 #include "models/registry.h"
+#include "vt/ops/copy.h"
+#include "vt/ops/sampling.h"
 
 namespace vtllm::engine {
 
@@ -17,57 +20,42 @@ bool needs_state_slots(const models::Model& model) {
 
 ModelRunner::ModelRunner(std::unique_ptr<vt::Stream> stream, std::unique_ptr<models::Model> model,
                          const KvCacheConfig& kv)
-    : stream_(std::move(stream)), model_(std::move(model)) {
+    : stream_(std::move(stream)), model_(std::move(model)), kv_(kv) {
   VT_CHECK(stream_ && model_, "model runner: needs a stream and a model");
+  VT_CHECK(stream_->device() == model_->device(), "model runner: a ", stream_->device().str(),
+           " stream for a model on ", model_->device().str());
   needs_state_slots_ = needs_state_slots(*model_);
   if (needs_state_slots_ && kv.num_state_slots <= 0)
     VT_THROW("model runner: the model has GDN layers, so num_state_slots must be > 0 (got ",
              kv.num_state_slots, ")");
   cache_ = std::make_unique<models::ModelCache>(
-      model_->cache_spec(), kv.num_blocks, kv.block_size,
-      needs_state_slots_ ? kv.num_state_slots + kv.num_state_snapshots : 0);
+      *stream_, model_->cache_spec(), kv.num_blocks, kv.block_size,
+      needs_state_slots_ ? kv.num_state_slots + kv.num_state_snapshots : 0, model_->dtype());
 }
 
-namespace {
-
-// Copies row src of a [slots, ...] CPU tensor onto row dst.
-void copy_row(const vt::Tensor& t, int32_t src, int32_t dst) {
-  VT_CHECK(t.device().is_cpu() && t.is_contiguous(), "model runner: GDN state must be a contiguous CPU tensor");
-  const int64_t slots = t.shape()[0];
-  VT_CHECK(src >= 0 && src < slots && dst >= 0 && dst < slots, "model runner: state copy ", src,
-           " -> ", dst, " outside ", slots, " slots");
-  const size_t row = t.nbytes() / static_cast<size_t>(slots);
-  auto* base = static_cast<char*>(t.data_ptr());
-  std::memcpy(base + row * dst, base + row * src, row);
-}
-
-}  // namespace
+ModelRunner::~ModelRunner() = default;
 
 void ModelRunner::copy_states(const std::vector<StateCopy>& copies) {
   if (copies.empty()) return;
-  stream_->synchronize();
   const auto& spec = model_->cache_spec();
   for (size_t layer = 0; layer < spec.size(); ++layer) {
     if (spec[layer].kind != models::LayerCacheSpec::Kind::kGdn) continue;
     const models::GdnState g = cache_->gdn(static_cast<int64_t>(layer));
     for (const StateCopy& c : copies) {
-      copy_row(g.conv, c.src, c.dst);
-      copy_row(g.recurrent, c.src, c.dst);
+      for (const vt::Tensor* t : {&g.conv, &g.recurrent}) {
+        const int64_t slots = t->shape()[0];
+        VT_CHECK(c.src >= 0 && c.src < slots && c.dst >= 0 && c.dst < slots,
+                 "model runner: state copy ", c.src, " -> ", c.dst, " outside ", slots, " slots");
+        vt::Tensor dst = t->slice(0, c.dst, c.dst + 1);
+        vt::copy(*stream_, t->slice(0, c.src, c.src + 1), dst);  // ordered on the stream
+      }
     }
   }
 }
 
-ModelRunner::~ModelRunner() = default;
+namespace {
 
-std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, const KvCacheConfig& kv) {
-  auto stream = std::make_unique<vt::Stream>();
-  auto model = models::load_model(dir, *stream);
-  return std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv);
-}
-
-int64_t ModelRunner::vocab_size() const { return model_->vocab_size(); }
-
-std::vector<float> ModelRunner::execute(const ForwardBatch& fb) {
+models::ForwardBatch to_model_batch(const ForwardBatch& fb, bool needs_state_slots) {
   models::ForwardBatch mb;
   mb.block_size = fb.block_size;
   mb.token_ids = fb.token_ids;
@@ -79,24 +67,157 @@ std::vector<float> ModelRunner::execute(const ForwardBatch& fb) {
   mb.slot_mapping = fb.slot_mapping;
   mb.max_blocks_per_seq = fb.max_blocks_per_seq;
   mb.block_table = fb.block_table;
-  if (needs_state_slots_) mb.state_slots = fb.state_slots;
+  if (needs_state_slots) mb.state_slots = fb.state_slots;
   mb.logits_indices = fb.logits_indices;
-  models::validate_forward_batch(mb, needs_state_slots_);
+  models::validate_forward_batch(mb, needs_state_slots);
+  return mb;
+}
 
+// A step of `tokens` tokens over `requests` prompts starting at context 0, each in
+// its own blocks after the null block and its own state slot; logits for every
+// request's last token. The profile forward's batch.
+ForwardBatch profile_batch(int64_t tokens, int32_t requests, int block_size, int64_t vocab) {
+  ForwardBatch fb;
+  fb.block_size = block_size;
+  const int64_t per = tokens / requests;
+  int32_t max_blocks = 0;
+  std::vector<int64_t> lens(size_t(requests), per);
+  lens[0] += tokens - per * requests;
+  for (int64_t l : lens) max_blocks = std::max(max_blocks, int32_t((l + block_size - 1) / block_size));
+  fb.max_blocks_per_seq = max_blocks;
+  fb.query_start_loc.push_back(0);
+  int32_t next_block = 1;
+  for (int32_t r = 0; r < requests; ++r) {
+    const int64_t len = lens[size_t(r)];
+    const int32_t first = next_block;
+    const int32_t nb = int32_t((len + block_size - 1) / block_size);
+    for (int32_t i = 0; i < max_blocks; ++i) fb.block_table.push_back(i < nb ? first + i : 0);
+    next_block += nb;
+    for (int64_t p = 0; p < len; ++p) {
+      fb.token_ids.push_back(int32_t((int64_t(fb.token_ids.size()) * 7919 + 13) % vocab));
+      fb.positions.push_back(p);
+      fb.slot_mapping.push_back(int64_t(first) * block_size + p);
+    }
+    fb.query_start_loc.push_back(int32_t(fb.token_ids.size()));
+    fb.seq_lens.push_back(int32_t(len));
+    fb.context_lens.push_back(0);
+    fb.state_slots.push_back(r);
+    fb.logits_indices.push_back(int32_t(fb.token_ids.size()) - 1);
+    fb.logits_requests.push_back(r);
+  }
+  return fb;
+}
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> ModelRunner::load(const io::ModelConfig& config,
+                                               const std::string& dir, const KvCacheConfig& kv,
+                                               const models::LoadConfig& load) {
+  auto stream = std::make_unique<vt::Stream>(load.device);
+  auto model = models::load_model(config, dir, *stream, load);
+  return std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv);
+}
+
+std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, const KvCacheConfig& kv) {
+  return load(io::load_model_config(dir), dir, kv);
+}
+
+std::unique_ptr<ModelRunner> ModelRunner::load_sized(const io::ModelConfig& config,
+                                                     const std::string& dir,
+                                                     const KvCacheConfig& kv_in,
+                                                     const models::LoadConfig& load,
+                                                     const MemoryBudget& budget, bool quiet) {
+  if (!load.device.is_cuda()) return ModelRunner::load(config, dir, kv_in, load);
+  VT_CHECK(budget.max_num_batched_tokens > 0 && budget.max_num_seqs > 0,
+           "model runner: the memory budget needs max_num_batched_tokens and max_num_seqs > 0");
+  auto stream = std::make_unique<vt::Stream>(load.device);
+  const DeviceMemory before_load = device_memory(load.device);
+  auto model = models::load_model(config, dir, *stream, load);
+  stream->synchronize();
+  const DeviceMemory after_load = device_memory(load.device);
+  const uint64_t weights = after_load.used() - std::min(after_load.used(), before_load.used());
+
+  // Profile the largest step on a cache just big enough for it: its transient
+  // tensors are the activation peak; what it leaves behind (grown op scratch,
+  // cuBLASLt plans) is counted in `in_use` below.
+  const bool hybrid = needs_state_slots(*model);
+  const int64_t tokens = budget.max_num_batched_tokens;
+  const int32_t requests = int32_t(std::min<int64_t>(budget.max_num_seqs, tokens));
+  const ForwardBatch fb = profile_batch(tokens, requests, kv_in.block_size, model->vocab_size());
+  uint64_t peak = 0;
+  {
+    const int64_t blocks = 1 + requests * int64_t(fb.max_blocks_per_seq);
+    models::ModelCache probe(*stream, model->cache_spec(), blocks, kv_in.block_size,
+                             hybrid ? requests : 0, model->dtype());
+    stream->synchronize();
+    const models::ForwardBatch mb = to_model_batch(fb, hybrid);
+    peak = peak_memory_during(load.device, [&] {
+      const vt::Tensor hidden = model->forward(*stream, mb, probe);
+      const vt::Tensor logits = model->compute_logits(*stream, hidden, fb.logits_indices);
+      const vt::Tensor f32 = vt::to_dtype(*stream, logits, vt::DType::kF32);
+      vt::Tensor ids = vt::Tensor::empty({f32.shape()[0]}, vt::DType::kI32, load.device);
+      vt::argmax(*stream, f32, ids);
+      stream->synchronize();
+    });
+  }
+  stream->synchronize();
+  const DeviceMemory after_profile = device_memory(load.device);
+  // The sampler can miss a live set shorter than one sample: keep 10% + 64 MiB over
+  // what it saw.
+  const uint64_t activation = peak + peak / 10 + (uint64_t(64) << 20);
+  const int32_t slots = hybrid ? kv_in.num_state_slots + kv_in.num_state_snapshots : 0;
+  CachePlan plan = plan_cache(budget.gpu_memory_utilization, after_profile.total,
+                              after_profile.used(), weights, activation, tokens, slots,
+                              kv_in.block_size,
+                              cache_footprint(model->cache_spec(), kv_in.block_size, model->dtype()));
+  if (!quiet) std::fprintf(stderr, "vtllm: %s\n", plan.describe().c_str());
+  KvCacheConfig kv = kv_in;
+  kv.num_blocks = plan.num_blocks + 1;  // + the null block
+  auto runner = std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv);
+  runner->plan_ = plan;
+  return runner;
+}
+
+int64_t ModelRunner::vocab_size() const { return model_->vocab_size(); }
+
+vt::Tensor ModelRunner::run(const ForwardBatch& fb) {
+  const models::ForwardBatch mb = to_model_batch(fb, needs_state_slots_);
   copy_states(fb.state_copies_before);
   const vt::Tensor hidden = model_->forward(*stream_, mb, *cache_);
   copy_states(fb.state_copies_after);
   if (fb.logits_indices.empty()) return {};
-  const vt::Tensor logits = model_->compute_logits(*stream_, hidden, fb.logits_indices);
+  vt::Tensor logits = model_->compute_logits(*stream_, hidden, fb.logits_indices);
   const int64_t rows = static_cast<int64_t>(fb.logits_indices.size());
-  VT_CHECK(logits.device().is_cpu(),
-           "model runner: logits on a CUDA device; copying them to the host is not wired yet");
-  VT_CHECK(logits.is_contiguous() && logits.numel() == rows * vocab_size(),
-           "model runner: compute_logits returned ", logits.numel(), " values for ", rows,
-           " rows of ", vocab_size());
-  std::vector<float> out(static_cast<size_t>(logits.numel()));
-  std::memcpy(out.data(), logits.data<float>(), out.size() * sizeof(float));
+  VT_CHECK(logits.dim() == 2 && logits.shape()[0] == rows && logits.shape()[1] == vocab_size(),
+           "model runner: compute_logits returned ", logits.str(), " for ", rows, " rows of ",
+           vocab_size());
+  return logits;
+}
+
+std::vector<float> ModelRunner::execute(const ForwardBatch& fb) {
+  const vt::Tensor logits = run(fb);
+  if (!logits.defined()) {
+    stream_->synchronize();  // the step's cache writes are done when execute returns
+    return {};
+  }
+  // bf16 -> f32 is exact; widen on the device, then one copy (to_device synchronizes).
+  const vt::Tensor host =
+      vt::to_device(*stream_, vt::to_dtype(*stream_, logits, vt::DType::kF32), vt::Device::cpu());
+  std::vector<float> out(static_cast<size_t>(host.numel()));
+  std::memcpy(out.data(), host.data<float>(), out.size() * sizeof(float));
   return out;
+}
+
+std::vector<int32_t> ModelRunner::execute_greedy(const ForwardBatch& fb) {
+  const vt::Tensor logits = run(fb);
+  if (!logits.defined()) {
+    stream_->synchronize();
+    return {};
+  }
+  vt::Tensor ids = vt::Tensor::empty({logits.shape()[0]}, vt::DType::kI32, logits.device());
+  vt::argmax(*stream_, logits, ids);
+  const vt::Tensor host = vt::to_device(*stream_, ids, vt::Device::cpu());
+  return std::vector<int32_t>(host.data<int32_t>(), host.data<int32_t>() + host.numel());
 }
 
 }  // namespace vtllm::engine

@@ -1,0 +1,336 @@
+#include "bench/throughput_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "base/error.h"
+#include "engine/model_runner.h"
+#include "io/param_specs.h"
+
+namespace vtllm::bench {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace
+
+ModelCost model_cost(const io::ModelConfig& config, vt::DType weight_dtype, vt::DType kv_dtype) {
+  const io::TextConfig& t = config.text;
+  ModelCost c;
+  io::ParamSpecOptions o;
+  o.language_model_only = true;
+  const double item = double(vt::dtype_size(weight_dtype));
+  const bool tied = config.tie_word_embeddings || t.tie_word_embeddings;
+  double params = 0, expert_params = 0;
+  for (const io::ParamSpec& s : io::param_specs(config, o)) {
+    const double n = double(s.numel());
+    if (ends_with(s.name, "embed_tokens.weight") && !tied) {
+      c.embed_row_bytes = double(t.hidden_size) * item;
+      continue;  // gathered, not multiplied
+    }
+    if (s.name.find(".experts.") != std::string::npos) expert_params += n;
+    params += n;
+  }
+  c.weight_bytes = params * item;
+  c.expert_bytes = expert_params * item;
+  c.matmul_params = params - expert_params;
+  if (t.moe) {
+    c.num_experts = t.moe->num_experts;
+    c.experts_per_tok = t.moe->num_experts_per_tok;
+    c.matmul_params += expert_params * double(c.experts_per_tok) / double(c.num_experts);
+  } else {
+    c.matmul_params += expert_params;
+  }
+  c.attn_layers = t.count_layers(io::LayerType::kFullAttention) +
+                  t.count_layers(io::LayerType::kSlidingAttention);
+  c.q_heads = t.num_attention_heads;
+  c.kv_heads = t.num_key_value_heads;
+  c.head_dim = t.head_dim;
+  c.kv_item = int64_t(vt::dtype_size(kv_dtype));
+  c.gdn_layers = t.count_layers(io::LayerType::kLinearAttention);
+  if (t.linear_attention) {
+    const io::LinearAttentionConfig& g = *t.linear_attention;
+    c.gdn_recurrent = g.num_value_heads * g.key_head_dim * g.value_head_dim;
+    c.gdn_state_floats = c.gdn_recurrent + (g.conv_kernel_dim - 1) * g.conv_dim();
+  }
+  return c;
+}
+
+namespace {
+// Bytes of MoE experts a step of `tokens` tokens touches: each expert is hit with
+// probability 1 - (1 - k/E)^tokens under uniform routing.
+double experts_read(const ModelCost& c, int64_t tokens) {
+  if (c.num_experts == 0) return c.expert_bytes;
+  const double miss = std::pow(1.0 - double(c.experts_per_tok) / double(c.num_experts),
+                               double(tokens));
+  return c.expert_bytes * (1.0 - miss);
+}
+}  // namespace
+
+ModelCost::Step ModelCost::decode(int64_t batch, int64_t context) const {
+  const double b = double(batch), ctx = double(context);
+  const double kv_token = 2.0 * double(kv_heads * head_dim * kv_item);  // K and V, one layer
+  Step s;
+  s.bytes = weight_bytes - expert_bytes + experts_read(*this, batch) + b * embed_row_bytes +
+            double(attn_layers) * b * (ctx + 1) * kv_token +                 // read + write new
+            double(gdn_layers) * b * 2.0 * double(gdn_state_floats) * 4.0;  // f32 read + write
+  s.flops = 2.0 * matmul_params * b + double(attn_layers) * b * 4.0 * double(q_heads * head_dim) * ctx +
+            double(gdn_layers) * b * 6.0 * double(gdn_recurrent);
+  return s;
+}
+
+ModelCost::Step ModelCost::prefill(int64_t batch, int64_t len) const {
+  const double b = double(batch), l = double(len), tokens = b * l;
+  const double kv_token = 2.0 * double(kv_heads * head_dim * kv_item);
+  Step s;
+  s.bytes = weight_bytes - expert_bytes + experts_read(*this, batch * len) +
+            tokens * embed_row_bytes + double(attn_layers) * tokens * kv_token +
+            double(gdn_layers) * b * double(gdn_state_floats) * 4.0;
+  s.flops = 2.0 * matmul_params * tokens +
+            double(attn_layers) * b * 4.0 * double(q_heads * head_dim) * l * (l + 1) / 2.0 +
+            double(gdn_layers) * tokens * 6.0 * double(gdn_recurrent);
+  return s;
+}
+
+namespace {
+
+constexpr int kBlockSize = 16;
+constexpr int kDecodeWarmup = 2;
+
+// Requests r = 0.. own blocks [1 + r * blocks_per_req, ...) and state slot r.
+struct Layout {
+  int32_t blocks_per_req = 0;
+  int32_t block(int32_t r, int64_t pos) const {
+    return 1 + r * blocks_per_req + int32_t(pos / kBlockSize);
+  }
+  void add_table(engine::ForwardBatch& fb, int32_t r) const {
+    for (int32_t i = 0; i < blocks_per_req; ++i) fb.block_table.push_back(1 + r * blocks_per_req + i);
+  }
+};
+
+engine::ForwardBatch new_batch(const Layout& lay) {
+  engine::ForwardBatch fb;
+  fb.block_size = kBlockSize;
+  fb.max_blocks_per_seq = lay.blocks_per_req;
+  fb.query_start_loc.push_back(0);
+  return fb;
+}
+
+// Appends request r's tokens `ids` at positions [context, context + ids.size()).
+void add_request(engine::ForwardBatch& fb, const Layout& lay, int32_t r, int64_t context,
+                 const std::vector<int32_t>& ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t pos = context + int64_t(i);
+    fb.token_ids.push_back(ids[i]);
+    fb.positions.push_back(pos);
+    fb.slot_mapping.push_back(int64_t(lay.block(r, pos)) * kBlockSize + pos % kBlockSize);
+  }
+  lay.add_table(fb, r);
+  fb.query_start_loc.push_back(int32_t(fb.token_ids.size()));
+  fb.seq_lens.push_back(int32_t(context + int64_t(ids.size())));
+  fb.context_lens.push_back(int32_t(context));
+  fb.state_slots.push_back(r);
+  fb.logits_indices.push_back(int32_t(fb.token_ids.size()) - 1);
+  fb.logits_requests.push_back(int32_t(fb.seq_lens.size()) - 1);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+template <class F>
+double time_ms(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+ThroughputRow finish_row(ThroughputRow r, const std::vector<double>& ms) {
+  r.steps = int(ms.size());
+  r.step_ms = median(ms);
+  r.step_ms_min = *std::min_element(ms.begin(), ms.end());
+  r.step_ms_max = *std::max_element(ms.begin(), ms.end());
+  r.tokens_per_s = double(r.tokens_per_step) / (r.step_ms * 1e-3);
+  return r;
+}
+
+}  // namespace
+
+ThroughputResult run_throughput(const ThroughputConfig& c,
+                                const std::function<void(const ThroughputRow&)>& on_row) {
+  VT_CHECK(!c.batches.empty(), "bench throughput: no batch sizes");
+  VT_CHECK(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
+           "bench throughput: --input-len, --output-len and --repeats must be > 0");
+  const io::ModelConfig config = io::load_model_config(c.dir);
+  const int max_batch = *std::max_element(c.batches.begin(), c.batches.end());
+  int64_t max_prefill = 0;
+  for (int64_t l : c.prefill_lens) max_prefill = std::max(max_prefill, l);
+  const int64_t max_len = std::max(
+      max_prefill, c.input_len + (c.prefill_only ? 0 : c.output_len + kDecodeWarmup));
+  Layout lay;
+  lay.blocks_per_req = int32_t((max_len + kBlockSize - 1) / kBlockSize);
+  // Prefill of the decode rows goes in steps of whole prompts of up to this many tokens.
+  const int64_t chunk = std::max<int64_t>(c.input_len, 8192);
+  const int64_t step_tokens =
+      c.prefill_only ? int64_t(max_batch) * c.input_len
+                     : std::min<int64_t>(int64_t(max_batch) * c.input_len,
+                                         chunk / c.input_len * c.input_len);
+
+  engine::KvCacheConfig kv;
+  kv.block_size = kBlockSize;
+  kv.num_blocks = 1 + max_batch * lay.blocks_per_req;  // the CPU's; CUDA sizes from memory
+  kv.enable_prefix_caching = false;
+  kv.num_state_slots = max_batch;
+  models::LoadConfig load;
+  load.device = c.device;
+  load.format = c.load_format;
+  load.dummy_seed = c.seed;
+  engine::MemoryBudget budget;
+  budget.gpu_memory_utilization = c.gpu_memory_utilization;
+  budget.max_num_batched_tokens = std::max({step_tokens, int64_t(max_batch), max_prefill});
+  budget.max_num_seqs = max_batch;
+
+  ThroughputResult res;
+  res.device = c.device.str();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto runner = engine::ModelRunner::load_sized(config, c.dir, kv, load, budget, true);
+  res.load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (runner->cache_plan()) res.cache_plan = runner->cache_plan()->describe();
+  VT_CHECK(runner->kv_config().num_blocks >= 1 + max_batch * lay.blocks_per_req,
+           "bench throughput: the KV cache holds ", runner->kv_config().num_blocks - 1,
+           " blocks; batch ", max_batch, " x ", max_len, " tokens needs ",
+           max_batch * lay.blocks_per_req);
+  const vt::DType dtype = runner->model().dtype();
+  res.cost = model_cost(config, dtype, dtype);
+  io::ParamSpecOptions po;
+  po.language_model_only = true;
+  for (const io::ParamSpec& s : io::param_specs(config, po)) res.parameters += s.numel();
+  res.model = str_cat(config.architecture_class, ", ", config.text.num_hidden_layers, " layers (",
+                      res.cost.attn_layers, " attention, ", res.cost.gdn_layers, " GDN), hidden ",
+                      config.text.hidden_size, ", ", vt::dtype_name(dtype));
+
+  const int64_t vocab = runner->vocab_size();
+  std::mt19937_64 rng(c.seed);
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(std::min<int64_t>(vocab, 100000) - 1));
+  auto prompt = [&] {
+    std::vector<int32_t> p(size_t(c.input_len));
+    for (int32_t& t : p) t = tok(rng);
+    return p;
+  };
+
+  auto prefill_row = [&](int b, int64_t len) {
+    engine::ForwardBatch fb = new_batch(lay);
+    for (int r = 0; r < b; ++r) {
+      std::vector<int32_t> p(static_cast<size_t>(len));
+      for (int32_t& t : p) t = tok(rng);
+      add_request(fb, lay, r, 0, p);
+    }
+    runner->execute_greedy(fb);  // warm-up
+    std::vector<double> ms;
+    for (int i = 0; i < c.repeats; ++i) ms.push_back(time_ms([&] { runner->execute_greedy(fb); }));
+    ThroughputRow row;
+    row.phase = "prefill";
+    row.batch = b;
+    row.tokens_per_step = int64_t(b) * len;
+    row.context = double(len);
+    const ModelCost::Step s = res.cost.prefill(b, len);
+    row.bytes = s.bytes;
+    row.flops = s.flops;
+    res.rows.push_back(finish_row(row, ms));
+    on_row(res.rows.back());
+  };
+  if (c.prefill_only) {
+    for (int b : c.batches) prefill_row(b, c.input_len);
+    return res;
+  }
+
+  // Prefill every request once (untimed), in steps of whole prompts.
+  std::vector<int32_t> first(static_cast<size_t>(max_batch));
+  for (int r0 = 0; r0 < max_batch;) {
+    engine::ForwardBatch fb = new_batch(lay);
+    int r = r0;
+    for (; r < max_batch && int64_t(r - r0 + 1) * c.input_len <= std::max(step_tokens, c.input_len); ++r)
+      add_request(fb, lay, r, 0, prompt());
+    const std::vector<int32_t> ids = runner->execute_greedy(fb);
+    std::copy(ids.begin(), ids.end(), first.begin() + r0);
+    r0 = r;
+  }
+  for (int b : c.batches) {
+    std::vector<int32_t> next(first.begin(), first.begin() + b);
+    int64_t context = c.input_len;  // rewound: every row starts from the prefilled KV
+    std::vector<double> ms;
+    double bytes = 0, flops = 0, keys = 0;
+    for (int64_t step = 0; step < kDecodeWarmup + c.output_len; ++step, ++context) {
+      engine::ForwardBatch fb = new_batch(lay);
+      for (int r = 0; r < b; ++r) add_request(fb, lay, r, context, {next[size_t(r)]});
+      const double t = time_ms([&] { next = runner->execute_greedy(fb); });
+      if (step < kDecodeWarmup) continue;
+      ms.push_back(t);
+      const ModelCost::Step s = res.cost.decode(b, context + 1);
+      bytes += s.bytes;
+      flops += s.flops;
+      keys += double(context + 1);
+    }
+    ThroughputRow row;
+    row.phase = "decode";
+    row.batch = b;
+    row.tokens_per_step = b;
+    row.context = keys / double(ms.size());
+    row.bytes = bytes / double(ms.size());
+    row.flops = flops / double(ms.size());
+    res.rows.push_back(finish_row(row, ms));
+    on_row(res.rows.back());
+  }
+  for (int64_t len : c.prefill_lens) prefill_row(1, len);
+  return res;
+}
+
+void print_throughput_header(std::FILE* f) {
+  std::fprintf(f, "%-8s %5s %8s %8s %9s %11s %9s %6s %8s %6s\n", "phase", "batch", "tok/step",
+               "context", "step ms", "tok/s", "GB/s", "of BW", "TFLOP/s", "of PK");
+}
+
+void print_throughput_row(std::FILE* f, const ThroughputRow& r) {
+  std::fprintf(f, "%-8s %5d %8lld %8.0f %9.3f %11.1f %9.1f %5.1f%% %8.1f %5.1f%%\n", r.phase.c_str(),
+               r.batch, (long long)r.tokens_per_step, r.context, r.step_ms, r.tokens_per_s, r.gbps(),
+               100.0 * r.gbps() / kCopyCeilingGBps, r.tflops(),
+               100.0 * r.tflops() / kBf16CeilingTflops);
+  std::fflush(f);
+}
+
+std::string throughput_json(const ThroughputConfig& c, const ThroughputResult& r) {
+  nlohmann::json j;
+  j["dir"] = c.dir;
+  j["device"] = r.device;
+  j["model"] = r.model;
+  j["parameters"] = r.parameters;
+  j["load_format"] = c.load_format == io::LoadFormat::kDummy ? "dummy" : "auto";
+  j["input_len"] = c.input_len;
+  j["output_len"] = c.output_len;
+  j["prefill_only"] = c.prefill_only;
+  j["prefill_lens"] = c.prefill_lens;
+  j["load_seconds"] = r.load_seconds;
+  j["cache_plan"] = r.cache_plan;
+  j["weight_bytes"] = r.cost.weight_bytes;
+  j["ceilings"] = {{"copy_gbps", kCopyCeilingGBps}, {"bf16_tflops", kBf16CeilingTflops}};
+  for (const ThroughputRow& x : r.rows)
+    j["rows"].push_back({{"phase", x.phase},       {"batch", x.batch},
+                         {"tokens_per_step", x.tokens_per_step},
+                         {"context", x.context},   {"steps", x.steps},
+                         {"step_ms", x.step_ms},   {"step_ms_min", x.step_ms_min},
+                         {"step_ms_max", x.step_ms_max},
+                         {"tokens_per_s", x.tokens_per_s},
+                         {"bytes", x.bytes},       {"flops", x.flops},
+                         {"gbps", x.gbps()},       {"tflops", x.tflops()}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace vtllm::bench

@@ -1,0 +1,116 @@
+// vtllm bench throughput: model speed in-process, offline (no server, no sampler).
+//
+// The model runs on its ModelRunner (CUDA: KV cache sized from
+// --gpu-memory-utilization) with hand-built ForwardBatches and greedy argmax on
+// the device, so a row measures the model step and what the runner does around
+// it (index uploads, state copies, the argmax, the ids' copy to the host), not
+// the scheduler or the CPU sampler.
+//   decode: B requests prefilled to input_len tokens (untimed), then output_len
+//     decode steps of B tokens each (after 2 warm-up steps), each timed from the
+//     host around execute_greedy (which ends in a device-to-host copy, so the
+//     step is complete); the row reports the median. Every batch row starts at
+//     context input_len: its requests are rewound to the prefilled KV (the GDN
+//     state carries over from the previous row, which changes values, not cost).
+//   prefill (--prefill-only): B prompts of input_len tokens in one step from
+//     context 0, one warm-up then `repeats` timed steps, median. prefill_lens adds
+//     such rows (batch 1, one per length) after the decode rows, so one load of the
+//     model serves both.
+// Each row prints step time, tokens/s, and the bytes and FLOPs of a step counted
+// from the config (ModelCost) over the step time, against the H200 ceilings
+// measured in this workplace (~4.3 TB/s copy, ~790 TFLOP/s dense bf16).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/config.h"
+#include "io/weight_loader.h"
+#include "vt/device.h"
+#include "vt/dtype.h"
+
+namespace vtllm::bench {
+
+inline constexpr double kCopyCeilingGBps = 4300;   // H200 device-to-device copy, measured
+inline constexpr double kBf16CeilingTflops = 790;  // H200 dense bf16 cuBLASLt, measured
+
+// The fewest bytes a step must move and the FLOPs it must do, from the config.
+//   bytes, decode: every weight once (the embedding table only for the B rows
+//     gathered, unless it is the tied lm_head), each request's K and V of every
+//     attention layer read over its context and written for the new token, and
+//     each request's GDN state (recurrent Hv x Dk x Dv and conv (K-1) x conv_dim,
+//     f32) read and written in every GDN layer.
+//   bytes, prefill: the weights once, the K/V written for every token and the
+//     final GDN state written (activations that could stay on chip are not counted).
+//   FLOPs: 2 x matmul parameters x tokens (every weight but the gathered embedding;
+//     MoE experts scaled by top_k / num_experts), attention 4 x Hq x D per
+//     (query, key) pair (QK^T and PV; causal in prefill: L(L+1)/2 pairs), and the
+//     GDN recurrence 6 x Hv x Dk x Dv per token (k^T S, the rank-1 update, q^T S).
+struct ModelCost {
+  double weight_bytes = 0;     // every weight once, embedding table excluded unless tied
+  double embed_row_bytes = 0;  // one gathered embedding row (0 when tied: read whole)
+  double expert_bytes = 0;     // MoE expert weights (part of weight_bytes)
+  int64_t num_experts = 0, experts_per_tok = 0;
+  double matmul_params = 0;    // dense-equivalent active parameters per token
+  int64_t attn_layers = 0, q_heads = 0, kv_heads = 0, head_dim = 0, kv_item = 0;
+  int64_t gdn_layers = 0, gdn_state_floats = 0;  // per request per layer: recurrent + conv
+  int64_t gdn_recurrent = 0;                     // Hv x Dk x Dv
+
+  struct Step {
+    double bytes = 0, flops = 0;
+  };
+  // B requests, each attending `context` keys (the new token included).
+  Step decode(int64_t batch, int64_t context) const;
+  // B prompts of `len` tokens from context 0.
+  Step prefill(int64_t batch, int64_t len) const;
+};
+ModelCost model_cost(const io::ModelConfig& config, vt::DType weight_dtype, vt::DType kv_dtype);
+
+struct ThroughputConfig {
+  std::string dir;
+  vt::Device device = vt::Device::cuda(0);
+  io::LoadFormat load_format = io::LoadFormat::kAuto;
+  std::vector<int> batches{1};
+  int64_t input_len = 512;
+  int64_t output_len = 64;
+  bool prefill_only = false;
+  std::vector<int64_t> prefill_lens;  // extra batch-1 prefill rows
+  int repeats = 5;  // timed prefill steps per row
+  double gpu_memory_utilization = 0.9;
+  uint64_t seed = 0;
+};
+
+struct ThroughputRow {
+  std::string phase;  // "decode" or "prefill"
+  int batch = 0;
+  int64_t tokens_per_step = 0;
+  double context = 0;  // mean keys attended per request (decode); prompt length (prefill)
+  int steps = 0;       // timed
+  double step_ms = 0;  // median
+  double step_ms_min = 0, step_ms_max = 0;
+  double tokens_per_s = 0;
+  double bytes = 0, flops = 0;  // per step (ModelCost, mean over the timed steps)
+  double gbps() const { return bytes / (step_ms * 1e-3) / 1e9; }
+  double tflops() const { return flops / (step_ms * 1e-3) / 1e12; }
+};
+
+struct ThroughputResult {
+  std::string model;  // architecture class, layers, hidden
+  std::string device;
+  double load_seconds = 0;
+  int64_t parameters = 0;
+  ModelCost cost;
+  std::string cache_plan;  // the runner's sizing line (CUDA)
+  std::vector<ThroughputRow> rows;
+};
+
+// Runs every row; on_row is called as each finishes (to print it at once).
+ThroughputResult run_throughput(const ThroughputConfig& c,
+                                const std::function<void(const ThroughputRow&)>& on_row);
+
+void print_throughput_header(std::FILE* f);
+void print_throughput_row(std::FILE* f, const ThroughputRow& r);
+std::string throughput_json(const ThroughputConfig& c, const ThroughputResult& r);
+
+}  // namespace vtllm::bench
