@@ -132,7 +132,7 @@ int cmd_serve(int argc, char** argv) {
   auto runner = engine::ModelRunner::load(dir, ec.kv_cache);
   const bool hybrid = engine::needs_state_slots(runner->model());
   engine::AsyncEngine engine(ec, std::move(runner),
-                             std::make_unique<server::TextDetokenizerFactory>(tokenizer, true));
+                             std::make_unique<server::TextDetokenizerFactory>(tokenizer));
 
   server::ServiceConfig sc;
   sc.model_name = args.get_or("served-model-name", dir);

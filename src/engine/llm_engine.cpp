@@ -46,7 +46,9 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     Tracked t;
     t.parent = id;
     t.index = static_cast<int>(i);
-    if (detokenizer_) t.detok = detokenizer_->create(reqs[i]->prompt_token_ids);
+    t.include_stop = params.include_stop_str_in_output;
+    if (detokenizer_)
+      t.detok = detokenizer_->create(reqs[i]->prompt_token_ids, params.skip_special_tokens);
     if (!params.stop.empty()) t.stops.emplace(params.stop, params.include_stop_str_in_output);
     try {
       scheduler_.add_request(std::move(reqs[i]));
@@ -76,7 +78,13 @@ EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
   e.num_cached_tokens = o.num_cached_tokens;
   if (!t.detok) return e;
   std::string text;
-  for (int32_t tok : o.new_token_ids) text += t.detok->add(tok);
+  // As vLLM's detokenizer: the eos or stop token that ended the request is not
+  // part of the text unless include_stop_str_in_output.
+  size_t n = o.new_token_ids.size();
+  if (o.finished && o.finish_reason == FinishReason::kStop && !t.include_stop && n > 0) --n;
+  for (size_t i = 0; i < n; ++i) text += t.detok->add(o.new_token_ids[i]);
+  // A request that ends inside a character still shows it (as U+FFFD, as HF decode).
+  if (o.finished) text += t.detok->finish();
   if (!t.stops) {
     e.new_text = std::move(text);
     return e;

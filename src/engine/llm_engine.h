@@ -71,6 +71,7 @@ class LlmEngine {
     int index = 0;
     std::unique_ptr<IncrementalDetokenizer> detok;
     std::optional<StopStringMatcher> stops;
+    bool include_stop = false;  // include_stop_str_in_output
   };
 
   EngineOutput make_output(const RequestOutput& o, Tracked& t, std::vector<SampleResult> lps);

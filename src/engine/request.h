@@ -45,6 +45,7 @@ struct SamplingParams {
   std::vector<std::string> stop;    // stop strings, matched on detokenized output
   bool include_stop_str_in_output = false;
   std::optional<int> logprobs;      // top-N raw logprobs per output token
+  bool skip_special_tokens = true;  // the detokenized text leaves out special tokens
 
   static constexpr float kGreedyEpsilon = 1e-5f;
   bool greedy() const { return temperature < kGreedyEpsilon; }

@@ -21,12 +21,19 @@ class IncrementalDetokenizer {
   // Appends one output token; returns the text it completes (possibly empty:
   // a partial UTF-8 sequence is held back until complete).
   virtual std::string add(int32_t token) = 0;
+  // The request ended (eos, length, stop token): returns what add() still held
+  // back, rendered as a whole decode would (an incomplete character becomes
+  // U+FFFD, as HF decode does). Called at most once; add() is not called after.
+  virtual std::string finish() = 0;
 };
 
 class DetokenizerFactory {
  public:
   virtual ~DetokenizerFactory() = default;
-  virtual std::unique_ptr<IncrementalDetokenizer> create(std::span<const int32_t> prompt) = 0;
+  // One detokenizer per request (per sample of n); `skip_special_tokens` is the
+  // request's SamplingParams::skip_special_tokens.
+  virtual std::unique_ptr<IncrementalDetokenizer> create(std::span<const int32_t> prompt,
+                                                         bool skip_special_tokens) = 0;
 };
 
 // Accumulates output text, finds the earliest stop string, and releases text

@@ -315,6 +315,7 @@ engine::SamplingParams to_sampling_params(const GenerationRequest& g, int64_t ma
   p.stop = g.stop;
   p.include_stop_str_in_output = g.include_stop_str_in_output;
   p.logprobs = g.logprobs;
+  p.skip_special_tokens = g.skip_special_tokens;
   return p;
 }
 

@@ -14,14 +14,13 @@ namespace vtllm::server {
 class TextDetokenizerFactory : public engine::DetokenizerFactory {
  public:
   // `tokenizer` must outlive the factory and every detokenizer it creates.
-  TextDetokenizerFactory(const text::Tokenizer& tokenizer, bool skip_special_tokens)
-      : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
+  explicit TextDetokenizerFactory(const text::Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
 
-  std::unique_ptr<engine::IncrementalDetokenizer> create(std::span<const int32_t> prompt) override;
+  std::unique_ptr<engine::IncrementalDetokenizer> create(std::span<const int32_t> prompt,
+                                                         bool skip_special_tokens) override;
 
  private:
   const text::Tokenizer& tokenizer_;
-  bool skip_special_tokens_;
 };
 
 }  // namespace vtllm::server

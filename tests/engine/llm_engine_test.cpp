@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -272,16 +274,113 @@ TEST(LlmEngine, ParallelSamplingIsNSeededChildrenSharingThePrompt) {
   EXPECT_NE(par.at({"x", 0}).tokens, par.at({"x", 1}).tokens);
 }
 
+char letter(int32_t token) { return static_cast<char>('a' + token % 26); }
+
 class LetterDetokenizer : public IncrementalDetokenizer {
  public:
-  std::string add(int32_t token) override { return std::string(1, static_cast<char>('a' + token % 26)); }
+  std::string add(int32_t token) override { return std::string(1, letter(token)); }
+  std::string finish() override { return {}; }
 };
 class LetterFactory : public DetokenizerFactory {
  public:
-  std::unique_ptr<IncrementalDetokenizer> create(std::span<const int32_t>) override {
+  std::unique_ptr<IncrementalDetokenizer> create(std::span<const int32_t>, bool) override {
     return std::make_unique<LetterDetokenizer>();
   }
 };
+
+// Holds each token's letter back until the next token arrives (as a partial
+// UTF-8 character waits for its continuation); finish() releases the last one
+// in upper case, so the test sees that it came from finish(). Records the
+// skip_special_tokens flag each request asked for.
+class HoldingDetokenizer : public IncrementalDetokenizer {
+ public:
+  std::string add(int32_t token) override {
+    EXPECT_FALSE(finished_) << "add() after finish()";
+    std::string out = held_ ? std::string(1, *held_) : std::string();
+    held_ = letter(token);
+    return out;
+  }
+  std::string finish() override {
+    EXPECT_FALSE(finished_) << "finish() twice";
+    finished_ = true;
+    return held_ ? std::string(1, static_cast<char>(*held_ - 'a' + 'A')) : std::string();
+  }
+
+ private:
+  std::optional<char> held_;
+  bool finished_ = false;
+};
+class HoldingFactory : public DetokenizerFactory {
+ public:
+  explicit HoldingFactory(std::vector<bool>* skips) : skips_(skips) {}
+  std::unique_ptr<IncrementalDetokenizer> create(std::span<const int32_t>, bool skip) override {
+    skips_->push_back(skip);
+    return std::make_unique<HoldingDetokenizer>();
+  }
+
+ private:
+  std::vector<bool>* skips_;
+};
+
+// The text the holding detokenizer gives for `tokens` fed whole, then finish().
+std::string held_text(const std::vector<int32_t>& tokens) {
+  std::string s;
+  for (int32_t t : tokens) s += letter(t);
+  if (!s.empty()) s.back() = static_cast<char>(s.back() - 'a' + 'A');
+  return s;
+}
+
+TEST(LlmEngine, FinishFlushesWhatTheDetokenizerHeldBack) {
+  std::mt19937 rng(11);
+  std::vector<bool> skips;
+  std::vector<Spec> specs;
+  for (int i = 0; i < 6; ++i) {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = 1 + i * 3;
+    p.ignore_eos = true;
+    p.skip_special_tokens = i % 2 == 0;
+    specs.push_back({str_cat("r", i), random_prompt(rng, 3 + i), p});
+  }
+  const Results r = run(engine_config(200), specs, nullptr, nullptr,
+                        std::make_unique<HoldingFactory>(&skips));
+  ASSERT_EQ(skips.size(), specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_EQ(skips[i], specs[i].params.skip_special_tokens) << i;
+    const Result& got = r.at({specs[i].id, 0});
+    ASSERT_EQ(got.tokens.size(), size_t(specs[i].params.max_tokens));
+    EXPECT_EQ(got.text, held_text(got.tokens)) << specs[i].id;
+  }
+}
+
+TEST(LlmEngine, TheStopTokenIsLeftOutOfTheTextUnlessIncluded) {
+  std::mt19937 rng(5);
+  const std::vector<int32_t> prompt = random_prompt(rng, 7);
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = 12;
+  p.ignore_eos = true;
+  const Results free_run = run(engine_config(200), {{"f", prompt, p}}, nullptr, nullptr,
+                               std::make_unique<LetterFactory>());
+  const std::vector<int32_t> tokens = free_run.at({"f", 0}).tokens;
+  ASSERT_EQ(tokens.size(), 12u);
+  // Stop on the 5th output token (the first output equal to it is where it stops).
+  const int32_t stop = tokens[4];
+  const size_t at = size_t(std::find(tokens.begin(), tokens.end(), stop) - tokens.begin());
+  std::string letters;
+  for (size_t i = 0; i <= at; ++i) letters += letter(tokens[i]);
+  for (bool include : {false, true}) {
+    SamplingParams q = p;
+    q.stop_token_ids = {stop};
+    q.include_stop_str_in_output = include;
+    const Results r = run(engine_config(200), {{"s", prompt, q}}, nullptr, nullptr,
+                          std::make_unique<LetterFactory>());
+    const Result& got = r.at({"s", 0});
+    EXPECT_EQ(got.reason, FinishReason::kStop);
+    EXPECT_EQ(got.tokens.size(), at + 1);
+    EXPECT_EQ(got.text, include ? letters : letters.substr(0, at)) << include;
+  }
+}
 
 TEST(LlmEngine, StopStringEndsTheRequestAndTruncatesItsText) {
   std::mt19937 rng(7);

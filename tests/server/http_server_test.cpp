@@ -74,6 +74,70 @@ TEST(HttpServer, CompletionIsTheModelsGreedyContinuation) {
   EXPECT_EQ(j["usage"]["prompt_tokens"], s.tokenizer().encode("Hello world", true).size());
 }
 
+// The text of a completion whose every token is forced to `token` by logit_bias,
+// whole and streamed (the deltas joined); both must agree.
+std::string forced_text(const TestServer& s, int32_t token, int max_tokens,
+                        const std::string& extra) {
+  auto c = s.client();
+  std::string whole;
+  for (bool stream : {false, true}) {
+    const std::string body = "{\"prompt\": \"Hi\", \"temperature\": 0, \"max_tokens\": " +
+                             std::to_string(max_tokens) + ", \"logit_bias\": {\"" +
+                             std::to_string(token) + "\": 100}, \"stream\": " +
+                             (stream ? "true" : "false") + extra + "}";
+    auto r = c->Post("/v1/completions", body, "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+    if (!r || r->status != 200) return "<error>";
+    std::string text;
+    if (!stream) {
+      text = json::parse(r->body)["choices"][0]["text"];
+      whole = text;
+      continue;
+    }
+    for (const std::string& p : sse_payloads(r->body)) {
+      if (p == "[DONE]") continue;
+      const json j = json::parse(p);
+      if (!j["choices"].empty()) text += j["choices"][0]["text"].get<std::string>();
+    }
+    EXPECT_EQ(text, whole) << "streamed and whole text differ for " << body;
+  }
+  return whole;
+}
+
+TEST(HttpServer, SkipSpecialTokensIsPerRequest) {
+  TestServer s;
+  const int32_t im_start = *s.tokenizer().token_to_id("<|im_start|>");
+  ASSERT_TRUE(s.tokenizer().is_special(im_start));
+  const std::vector<int32_t> three(3, im_start);
+  EXPECT_EQ(forced_text(s, im_start, 3, ""), "");
+  EXPECT_EQ(forced_text(s, im_start, 3, ", \"skip_special_tokens\": true"), "");
+  EXPECT_EQ(forced_text(s, im_start, 3, ", \"skip_special_tokens\": false"),
+            s.tokenizer().decode(three, false));
+  EXPECT_EQ(s.tokenizer().decode(three, false), "<|im_start|><|im_start|><|im_start|>");
+}
+
+TEST(HttpServer, TheEosTokenIsNotTextUnlessIncluded) {
+  TestServer s;  // eos 4098 (<|im_end|>)
+  const std::string keep = ", \"skip_special_tokens\": false";
+  EXPECT_EQ(forced_text(s, 4098, 5, keep), "");
+  EXPECT_EQ(forced_text(s, 4098, 5, keep + ", \"include_stop_str_in_output\": true"),
+            "<|im_end|>");
+}
+
+TEST(HttpServer, AnIncompleteCharacterAtTheEndIsRenderedAsDecodeDoes) {
+  TestServer s;
+  // Byte-level BPE: the token "\u00e4" is the lone byte 0xE4, the start of a
+  // 3-byte character; ending on it leaves the character incomplete.
+  const int32_t lead = *s.tokenizer().token_to_id("\xc3\xa4");
+  for (int n : {1, 2}) {
+    const std::vector<int32_t> ids(size_t(n), lead);
+    const std::string want = s.tokenizer().decode(ids, true);
+    EXPECT_NE(want, "");
+    EXPECT_NE(want.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
+    EXPECT_EQ(forced_text(s, lead, n, ""), want) << n;
+  }
+}
+
 TEST(HttpServer, ChatStreamSendsRoleFirstThenDeltasThenUsageThenDone) {
   TestServer s;
   auto c = s.client();

@@ -109,7 +109,7 @@ class TestServer {
     const int64_t vocab = int64_t(tokenizer_.id_end());
     engine_ = std::make_unique<engine::AsyncEngine>(
         ec, std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time),
-        std::make_unique<TextDetokenizerFactory>(tokenizer_, true));
+        std::make_unique<TextDetokenizerFactory>(tokenizer_));
     ServiceConfig sc;
     sc.model_name = "tiny";
     sc.model_root = tiny_model_dir();
