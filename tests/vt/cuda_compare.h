@@ -78,6 +78,10 @@ inline double expect_close(Streams& s, const Tensor& want, const Tensor& got, do
 // One bf16 rounding is at most 2^-9 relative; two results rounded from f32 values that
 // differ slightly can land one bf16 ulp apart (2^-8 relative, 2^-7 below a power of 2).
 inline constexpr double kBf16Rel = 1.0 / 128;
+// A chain of bf16 roundings (silu then the product; norm, weight, gate; conv then silu;
+// norm then the rotation's products and sum): an intermediate one backend rounds to the
+// neighbouring value moves the result up to about two ulps.
+inline constexpr double kBf16ChainRel = 2 * kBf16Rel;
 
 #define VT_REQUIRE_GPU() \
   if (::vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"

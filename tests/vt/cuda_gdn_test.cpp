@@ -36,7 +36,7 @@ TEST(CudaGdn, ConvAndGatesMatchCpu) {
   Tensor out = Tensor::empty({T, C}, DType::kBF16), out_g = poisoned_gpu(s, {T, C}, DType::kBF16);
   causal_conv1d_silu(s.cpu, x, w, i32(qsl), st, i32(slot), out);
   causal_conv1d_silu(s.gpu, s.up(x), s.up(w), i32(qsl), st_g, i32(slot), out_g);
-  expect_close(s, out, out_g, kBf16Rel, 1e-6, "conv1d+silu out bf16");
+  expect_close(s, out, out_g, cudatest::kBf16ChainRel, 1e-6, "conv1d+silu out bf16");
   expect_close(s, st, st_g, 0, 0, "conv state after the step (raw inputs, exact)");
 
   const int64_t hv = 48;
@@ -54,7 +54,7 @@ TEST(CudaGdn, ConvAndGatesMatchCpu) {
   Tensor y = Tensor::empty({T, hv, 128}, DType::kBF16), y_g = poisoned_gpu(s, {T, hv, 128}, DType::kBF16);
   gated_rms_norm(s.cpu, o, z, nw, 1e-6f, y);
   gated_rms_norm(s.gpu, s.up(o), s.up(z), s.up(nw), 1e-6f, y_g);
-  expect_close(s, y, y_g, kBf16Rel, 1e-6, "gated rms norm bf16");
+  expect_close(s, y, y_g, cudatest::kBf16ChainRel, 1e-6, "gated rms norm bf16");
 }
 
 void delta_case(Streams& s, int64_t hk, int64_t hv, bool chunked, DType io, uint64_t seed,

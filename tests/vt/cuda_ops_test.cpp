@@ -43,7 +43,7 @@ TEST(CudaElementwise, MatchCpuAtModelSizes) {
   silu_and_mul(s.cpu, x, want);
   Tensor got = poisoned_gpu(s, {9, 17408}, DType::kBF16);
   silu_and_mul(s.gpu, s.up(x), got);
-  expect_close(s, want, got, kBf16Rel, 0, "silu_and_mul bf16[9, 34816]");
+  expect_close(s, want, got, cudatest::kBf16ChainRel, 0, "silu_and_mul bf16[9, 34816]");
 
   // add and mul, bf16 + f32 -> bf16, and in place on a strided view.
   Tensor a = randn({33, 5120}, DType::kBF16, 1.0, 2), b = randn({33, 5120}, DType::kF32, 1.0, 3);

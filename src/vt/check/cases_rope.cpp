@@ -42,8 +42,9 @@ void check_rope(Harness& h) {
           for (int64_t i = 0; i < c.head_dim; ++i) mr[i] = std::fabs(xr[i]);
           for (int64_t i = 0; i < half; ++i) {
             double co = cs[size_t(t * c.rotary_dim + i)], si = cs[size_t(t * c.rotary_dim + half + i)];
-            rr[i] = xr[i] * co - xr[i + half] * si;
-            rr[i + half] = xr[i + half] * co + xr[i] * si;
+            // A narrow dtype's arithmetic rounds each product (vt/ops/rope.h).
+            rr[i] = round_as(xr[i] * co, c.dt) - round_as(xr[i + half] * si, c.dt);
+            rr[i + half] = round_as(xr[i + half] * co, c.dt) + round_as(xr[i] * si, c.dt);
             mr[i] = mr[i + half] = std::max(std::fabs(rr[i]), std::fabs(rr[i + half]));
           }
         }

@@ -55,6 +55,12 @@ std::vector<double> Harness::read(const Tensor& t) {
   return out;
 }
 
+double round_as(double v, DType dt) {
+  if (dt == DType::kBF16) return double(bf16_to_f32(f32_to_bf16(float(v))));
+  if (dt == DType::kF16) return double(f16_to_f32(f32_to_f16(float(v))));
+  return v;
+}
+
 double tolerance(DType out) {
   switch (out) {
     case DType::kF32: return 3e-5;             // f32 compute over sums of a few hundred terms

@@ -72,6 +72,11 @@ class Harness {
 // Relative tolerance for an output of dtype `out` (its rounding plus f32 compute).
 double tolerance(DType out);
 
+// v rounded to dt (through f32) and widened back; v for f32. A reference models an op's
+// intermediate rounding points with it (a narrow output's chain of PyTorch ops, e.g.
+// silu rounded before the product), leaving the final rounding to tolerance().
+double round_as(double v, DType dt);
+
 // Every op family's checks; the whole set is what `vtllm selfcheck` prints.
 std::vector<Result> run_all(Stream& s, uint64_t seed);
 

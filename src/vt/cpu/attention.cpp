@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "vt/cpu/rounding.h"
 #include "vt/cpu/rowio.h"
 
 namespace vt::cpu {
@@ -90,7 +91,9 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < n_keys; ++j) {
         load_row(vc + (slot(j) * row + g * d) * vcs, v_cache.dtype(), d, kv.data());
-        const float w = p[size_t(j)];
+        // Narrow out: the weight rounds to out's dtype before P.V (the fused kernels'
+        // bf16 tensor-core P.V); the normaliser keeps the unrounded sum.
+        const float w = round_to(p[size_t(j)], oh.dtype);
         for (int64_t e = 0; e < d; ++e) acc[size_t(e)] += w * kv[size_t(e)];
       }
       for (float& x : acc) x /= sum;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "vt/cpu/rounding.h"
 #include "vt/cpu/rowio.h"
 
 namespace vt::cpu {
@@ -41,17 +42,26 @@ OutHeads out_of(const Tensor& t) {
 
 // In place on one head vector a[0..d): RMSNorm with weights wf (already 1 + w for
 // kOnePlus), then NeoX rotary on the first 2*half dims with c = cos row, sn = sin row.
-void norm_rope(float* a, int64_t d, const float* wf, float eps, const float* c, const float* sn,
-               int64_t half) {
+// For a narrow output dtype `dt` the steps round as the oracle's separate ops do
+// (rms_norm and rope_neox with narrow outputs): the norm output rounds (kPlain: also the
+// normalised value before the weight), then the rotation runs in dt arithmetic.
+void norm_rope(float* a, int64_t d, const float* wf, float eps, bool plain, const float* c,
+               const float* sn, int64_t half, DType dt) {
   float ss = 0.0f;
   for (int64_t i = 0; i < d; ++i) ss += a[i] * a[i];
   const float inv = 1.0f / std::sqrt(ss / float(d) + eps);
-  for (int64_t i = 0; i < d; ++i) a[i] = a[i] * inv * wf[i];
-  for (int64_t j = 0; j < half; ++j) {
-    const float x1 = a[j], x2 = a[j + half];
-    a[j] = x1 * c[j] - x2 * sn[j];
-    a[j + half] = x2 * c[j] + x1 * sn[j];
+  if (!is_narrow(dt)) {
+    for (int64_t i = 0; i < d; ++i) a[i] = a[i] * inv * wf[i];
+    for (int64_t j = 0; j < half; ++j) {
+      const float x1 = a[j], x2 = a[j + half];
+      a[j] = x1 * c[j] - x2 * sn[j];
+      a[j + half] = x2 * c[j] + x1 * sn[j];
+    }
+    return;
   }
+  for (int64_t i = 0; i < d; ++i)
+    a[i] = round_to((plain ? round_to(a[i] * inv, dt) : a[i] * inv) * wf[i], dt);
+  rope_rotate_rounded(a, c, sn, half, dt);
 }
 
 }  // namespace
@@ -73,6 +83,7 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
     for (float& v : qw) v += 1.0f;
     for (float& v : kw) v += 1.0f;
   }
+  const bool plain = kind == RmsNormKind::kPlain;
   const float* cs = cos_sin.data<float>();
   // Work items: every (token, q head) and every (token, kv head).
   const int64_t heads = hq + hkv;
@@ -83,7 +94,7 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
       const float* c = cs + t * rd;
       if (h < hq) {
         load_row(qp.at(t, h * per_head), qp.dtype, d, a.data());
-        norm_rope(a.data(), d, qw.data(), eps, c, c + half, half);
+        norm_rope(a.data(), d, qw.data(), eps, plain, c, c + half, half, qo.dtype);
         store_row(a.data(), d, qo.dtype, qo.at(t, h));
         if (!gated) continue;
         load_row(qp.at(t, h * per_head + d), qp.dtype, d, a.data());
@@ -92,7 +103,7 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
       } else {
         const int64_t kh = h - hq;
         load_row(kp.at(t, kh * d), kp.dtype, d, a.data());
-        norm_rope(a.data(), d, kw.data(), eps, c, c + half, half);
+        norm_rope(a.data(), d, kw.data(), eps, plain, c, c + half, half, ko.dtype);
         store_row(a.data(), d, ko.dtype, ko.at(t, kh));
       }
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "vt/cpu/rounding.h"
 #include "vt/cpu/rowio.h"
 #include "vt/ops/gdn.h"
 
@@ -74,6 +75,7 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varle
         for (int64_t t = 0; t < n; ++t) {
           float acc = 0.0f;
           for (int64_t j = 0; j < K; ++j) acc += wf[size_t(c * K + j)] * win[size_t((t + j) * C + c)];
+          acc = round_to(acc, out.dtype());  // narrow out: the conv output rounds before SiLU
           res[size_t(t * C + c)] = acc / (1.0f + std::exp(-acc));
         }
     });
@@ -225,9 +227,14 @@ void gated_rms_norm(Stream& s, const Rows& xr, const Rows& zr, const Tensor& w, 
       float ss = 0.0f;
       for (float v : a) ss += v * v;
       const float inv = 1.0f / std::sqrt(ss / float(d) + eps);
+      const DType dt = outr.dtype;
       for (int64_t i = 0; i < d; ++i) {
         const float zi = zz[size_t(i)];
-        a[size_t(i)] = a[size_t(i)] * inv * wf[size_t(i)] * (zi / (1.0f + std::exp(-zi)));
+        // Narrow out: the normalised value and its product with w round (HF's
+        // `w * x.to(bf16)`), then the f32 silu(z) gate, then the store (qwen3_5.md §5.2).
+        const float n = round_to(round_to(a[size_t(i)] * inv, dt) * wf[size_t(i)], dt);
+        a[size_t(i)] = is_narrow(dt) ? n * (zi / (1.0f + std::exp(-zi)))
+                                     : a[size_t(i)] * inv * wf[size_t(i)] * (zi / (1.0f + std::exp(-zi)));
       }
       store_row(a.data(), d, outr.dtype, outr.row(r));
     }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "vt/cpu/kernels.h"
+#include "vt/cpu/rounding.h"
 #include "vt/cpu/rowio.h"
 
 namespace vt::cpu {
@@ -23,11 +24,14 @@ void rope_neox(Stream& s, const HeadsView& x, const Tensor& cos_sin, const Heads
                      load_row(src, x.dtype, d, a.data());
                      const float* c = cs + t * rd;
                      const float* sn = c + half;
-                     for (int64_t j = 0; j < half; ++j) {
-                       float x1 = a[size_t(j)], x2 = a[size_t(j + half)];
-                       a[size_t(j)] = x1 * c[j] - x2 * sn[j];
-                       a[size_t(j + half)] = x2 * c[j] + x1 * sn[j];
-                     }
+                     if (is_narrow(out.dtype))
+                       rope_rotate_rounded(a.data(), c, sn, half, out.dtype);
+                     else
+                       for (int64_t j = 0; j < half; ++j) {
+                         float x1 = a[size_t(j)], x2 = a[size_t(j + half)];
+                         a[size_t(j)] = x1 * c[j] - x2 * sn[j];
+                         a[size_t(j + half)] = x2 * c[j] + x1 * sn[j];
+                       }
                      store_row(a.data(), d, out.dtype, dst);
                    }
                  });

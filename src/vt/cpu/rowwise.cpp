@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "vt/cpu/kernels.h"
+#include "vt/cpu/rounding.h"
 #include "vt/cpu/rowio.h"
 
 namespace vt::cpu {
@@ -36,7 +37,12 @@ void rms_norm(Stream& s, const Rows& x, const Tensor& w, float eps, RmsNormKind 
     float ss = 0.0f;
     for (int64_t i = 0; i < d; ++i) ss += a[i] * a[i];
     float inv = 1.0f / std::sqrt(ss / float(d) + eps);
-    for (int64_t i = 0; i < d; ++i) a[i] = a[i] * inv * wf[size_t(i)];
+    if (kind == RmsNormKind::kPlain && is_narrow(out.dtype)) {
+      // Qwen3RMSNorm: the normalised value rounds before the weight multiply.
+      for (int64_t i = 0; i < d; ++i) a[i] = round_to(a[i] * inv, out.dtype) * wf[size_t(i)];
+    } else {
+      for (int64_t i = 0; i < d; ++i) a[i] = a[i] * inv * wf[size_t(i)];
+    }
     store_row(a, d, out.dtype, out.row(r));
   });
 }
@@ -59,7 +65,8 @@ void silu_and_mul(Stream& s, const Rows& x, const Rows& out) {
     load_row(x.row(r), x.dtype, x.cols, a);
     for (int64_t i = 0; i < n; ++i) {
       float g = a[i];
-      a[i] = g / (1.0f + std::exp(-g)) * a[i + n];
+      // silu(g) rounds to the output dtype before the product (a no-op for f32).
+      a[i] = round_to(g / (1.0f + std::exp(-g)), out.dtype) * a[i + n];
     }
     store_row(a, n, out.dtype, out.row(r));
   });

@@ -35,6 +35,17 @@ __device__ __forceinline__ void store_f32(void* p, DType dt, int64_t i, float v)
   }
 }
 
+// v rounded to dt and widened back (v itself for f32): the intermediate rounding points
+// of the narrow paths, as the CPU's vt::cpu::round_to (qwen3_5.md §1).
+__device__ __forceinline__ float round_to(float v, DType dt) {
+  if (dt == DType::kBF16) return __bfloat162float(__float2bfloat16_rn(v));
+  if (dt == DType::kF16) return __half2float(__float2half_rn(v));
+  return v;
+}
+
+// SiLU as PyTorch computes it (x / (1 + exp(-x))), the CPU reference's form.
+__device__ __forceinline__ float siluf(float x) { return x / (1.0f + expf(-x)); }
+
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }

@@ -4,7 +4,9 @@
 // dims collapsing to one row stride, see vt/ops/norm.h); out may alias an input
 // exactly (in place), never partially.
 // Dtypes: inputs and outputs in {f32, bf16, f16}, mixed freely.
-// Numerics: f32 compute, one rounding at the output.
+// Numerics: f32 compute, one rounding at the output, except silu_and_mul with a narrow
+// out (bf16/f16): silu(g) = g / (1 + exp(-g)) rounds to out's dtype before the product
+// (the oracle's `act(gate) * up` on bf16 tensors, qwen3_5.md §9.1), which rounds again.
 // Backends: CPU; CUDA for silu_and_mul, sigmoid, add, mul (softmax CPU only).
 #pragma once
 

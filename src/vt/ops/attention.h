@@ -25,8 +25,12 @@
 //   block_table contiguous.
 //   Dtypes: q, out, caches in {f32, bf16, f16}.
 //   Numerics: q . k dot products, the max-subtracted softmax and the weighted sum of V
-//   in f32 (the two-pass softmax of a reference, not an online one); one rounding at
-//   the output.
+//   in f32 (CPU: the two-pass softmax of a reference; CUDA: online over key tiles); one
+//   rounding at the output. With a narrow out (bf16/f16) each softmax weight
+//   p = exp(s - max) is also rounded to out's dtype before it multiplies V, while the
+//   normaliser sums the unrounded p: what the bf16 oracle's fused SDPA kernels do (P is
+//   an operand of a bf16 tensor-core GEMM, qwen3_5.md §6.3). The max is the row's (CPU)
+//   or the running max of the key tiles (CUDA); they differ in p's last bit at times.
 // Backends: CPU.
 #pragma once
 

@@ -24,9 +24,12 @@
 //     sigmoid(gate), ready to multiply into the attention output. Outputs have head_dim
 //     stride 1 (other strides free) and must not overlap the inputs.
 //   Dtypes: qg, k, outputs, weights in {f32, bf16, f16}.
-//   Numerics: f32 throughout, one rounding per output; identical on the CPU to rms_norm then
-//     rope_neox then sigmoid (the unfused path), which round between the steps only when the
-//     outputs are narrower than f32.
+//   Numerics: f32 outputs: f32 throughout, no rounding. Narrow outputs (bf16/f16): the
+//     rounding points of the oracle's separate ops (qwen3_5.md §5.1, §6.2, §7.4): the norm
+//     output rounds (kPlain: x * r rounds before the weight too), then NeoX in the output
+//     dtype's arithmetic (each product rounds, then the sum); the gate is sigmoid rounded
+//     once. Identical on the CPU to rms_norm then rope_neox then sigmoid (the unfused path)
+//     in either case.
 // Backends: CPU.
 #pragma once
 

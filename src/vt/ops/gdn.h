@@ -11,14 +11,18 @@
 //     out[t, c] = silu(sum_j w[c, j] * win[t - K + 1 + j, c]), w[c, K-1] on the current token,
 //   where win is the request's K-1 state rows followed by its tokens. Afterwards the
 //   slot holds the last K-1 rows of win (raw inputs, oldest first). A decode step is
-//   the one-token case.
+//   the one-token case. Numerics: f32 sum over the taps; with a narrow out (bf16/f16)
+//   the sum rounds to out's dtype before SiLU and SiLU's result rounds again (the
+//   oracle's conv1d then silu on bf16 tensors, qwen3_5.md §8.2); f32 out: no rounding.
 //   x [T, C] (features contiguous, any row stride); w [C, K] contiguous (conv1d.weight
 //   [C, 1, K] viewed); conv_state [S, K-1, C] f32 contiguous; out [T, C] contiguous,
 //   not overlapping x. x, w, out in {f32, bf16, f16}.
 //
 // gdn_gates(s, a, b, A_log, dt_bias, g, beta)
 //   beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias) with softplus(x) = x for
-//   x > 20, else log1p(exp(x)) (PyTorch's threshold). a, b [T, Hv] (last dim contiguous);
+//   x > 20, else log1p(exp(x)) (PyTorch's threshold), all in f32. (The oracle rounds
+//   beta to bf16, qwen3_5.md §8.4: a bf16 model rounds the f32 beta through a bf16
+//   tensor before the delta rule, models/layers/gdn.cpp.) a, b [T, Hv] (last dim contiguous);
 //   A_log, dt_bias [Hv] contiguous, in {f32, bf16, f16}; g, beta [T, Hv] f32 contiguous.
 //
 // gated_delta_rule_recurrent / gated_delta_rule_chunked
@@ -37,7 +41,9 @@
 // gated_rms_norm(s, x, z, w, eps, out)
 //   out = x / sqrt(mean(x^2) + eps) * w * silu(z) over the last dim D (plain w, norm before
 //   the gate: the GDN output norm of §5.2). x, z, out [rows, D] with the rows layout of
-//   vt/ops/norm.h; w [D] contiguous; all in {f32, bf16, f16}; f32 compute, one rounding.
+//   vt/ops/norm.h; w [D] contiguous; all in {f32, bf16, f16}; f32 compute. f32 out: no
+//   rounding. Narrow out (bf16/f16), the oracle's three rounding points (§5.2):
+//   n = R(x * r), n = R(w * n), out = R(n * silu(z)) with silu(z) in f32.
 // Backends: CPU.
 #pragma once
 

@@ -5,8 +5,11 @@
 // row stride (any contiguous tensor, a slice of rows, a per-head view of a fused
 // projection). out has x's shape and may be x itself (in place).
 // Dtypes: x, out in {f32, bf16, f16}; w in {f32, bf16, f16}, shape [D], contiguous.
-// Numerics: every input widened to f32, the sum of squares accumulated in f32, one
-// rounding when out is narrower than f32.
+// Numerics: every input widened to f32, the sum of squares accumulated in f32, the
+// output rounded when out is narrower than f32. The rounding points with a narrow out
+// are the oracle's (qwen3_5.md §5): kOnePlus rounds once, (x * r) * (1 + w) computed in
+// f32; kPlain (Qwen3RMSNorm, `w * x.to(bf16)`) rounds x * r to out's dtype, then the
+// product with w rounds again. l2_normalize rounds once.
 // Backends: CPU (reference) and CUDA.
 #pragma once
 

@@ -10,7 +10,10 @@
 //   strides free (a view into a fused qkv is fine); out may be x (in place).
 //   cos_sin [T, R] f32, contiguous: a per-token table, so positions of any kind
 //   (1-D, or MRoPE's 3 sections) are the table builder's business.
-//   Numerics: f32 compute, one rounding at the output.
+//   Numerics: f32 out: f32 compute. Narrow out (bf16/f16): the rotation in out's dtype
+//   arithmetic, as the oracle's `x * cos + rotate_half(x) * sin` on bf16 tensors
+//   (qwen3_5.md §7.4): each product rounds, then their sum; x and the table are taken
+//   as they are (the model rounds the table to the activation dtype).
 // rope_cos_sin_1d(positions, R, theta): the CPU table for 1-D positions [T]
 //   (i32/i64): inv_freq[i] = 1 / theta^(2i/R) and angle = pos * inv_freq[i], both in
 //   f32 as HF's default rope does, then cos/sin of the f32 angle.

@@ -174,7 +174,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
       const float corr = m_new == -INFINITY ? 1.0f : exp2f(m[i] - m_new);
       l[i] = l[i] * corr + warp_sum(pr);
       m[i] = m_new;
-      sc[i] = pr;
+      // Narrow out: the weight rounds before P.V, the sum l stays unrounded (vt/ops/attention.h).
+      sc[i] = round_to(pr, p.out_dtype);
 #pragma unroll
       for (int e = 0; e < kPerLane; ++e) acc[i][e] *= corr;
     }

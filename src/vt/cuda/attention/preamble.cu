@@ -73,13 +73,30 @@ __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(Preambl
       ss += v * v;
     }
     const float inv = rsqrtf(warp_sum(ss) / float(p.d) + p.eps);
-    for (int i = lane; i < p.d; i += kWarp) buf[i] = buf[i] * inv * (load_f32(w, wdt, i) + p.w_offset);
+    const bool narrow = ddt != DType::kF32;
+    if (!narrow) {
+      for (int i = lane; i < p.d; i += kWarp) buf[i] = buf[i] * inv * (load_f32(w, wdt, i) + p.w_offset);
+    } else {
+      // The oracle's separate ops: the norm output rounds (kPlain: the normalised value
+      // too, before the weight), then NeoX in dt arithmetic (vt/ops/attn_preamble.h).
+      const bool plain = p.w_offset == 0.0f;
+      for (int i = lane; i < p.d; i += kWarp) {
+        const float nv = buf[i] * inv;
+        buf[i] = round_to((plain ? round_to(nv, ddt) : nv) * (load_f32(w, wdt, i) + p.w_offset), ddt);
+      }
+    }
     __syncwarp();
     const float* c = p.cos_sin + t * p.rotary;
     for (int j = lane; j < half; j += kWarp) {
       const float x1 = buf[j], x2 = buf[j + half];
-      store_f32(dst, ddt, dst_off + j, x1 * c[j] - x2 * c[half + j]);
-      store_f32(dst, ddt, dst_off + j + half, x2 * c[j] + x1 * c[half + j]);
+      if (!narrow) {
+        store_f32(dst, ddt, dst_off + j, x1 * c[j] - x2 * c[half + j]);
+        store_f32(dst, ddt, dst_off + j + half, x2 * c[j] + x1 * c[half + j]);
+      } else {
+        const float cj = c[j], sj = c[half + j];
+        store_f32(dst, ddt, dst_off + j, round_to(x1 * cj, ddt) - round_to(x2 * sj, ddt));
+        store_f32(dst, ddt, dst_off + j + half, round_to(x2 * cj, ddt) + round_to(x1 * sj, ddt));
+      }
     }
     for (int i = p.rotary + lane; i < p.d; i += kWarp) store_f32(dst, ddt, dst_off + i, buf[i]);
     if (is_q && p.gate) {

@@ -38,7 +38,8 @@ __global__ void __launch_bounds__(kThreads)
     const float x = load_f32(a.row(r), a.dtype, c);
     float y;
     if constexpr (kKind == Kind::kSiluMul) {
-      y = x * sigmoidf(x) * load_f32(a.row(r), a.dtype, c + cols);
+      // silu rounds to out's dtype before the product (a no-op for f32), vt/ops/activation.h.
+      y = round_to(siluf(x), out.dtype) * load_f32(a.row(r), a.dtype, c + cols);
     } else if constexpr (kKind == Kind::kSigmoid) {
       y = sigmoidf(x);
     } else if constexpr (kKind == Kind::kMul) {

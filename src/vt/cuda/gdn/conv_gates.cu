@@ -1,5 +1,6 @@
 // CUDA causal_conv1d_silu and gdn_gates (vt/cuda/gdn.h). Arithmetic in the CPU
-// reference's order (taps summed from the oldest), f32, one rounding at the output.
+// reference's order (taps summed from the oldest), f32; with a narrow out the conv
+// output rounds before SiLU and SiLU's result rounds (vt/ops/gdn.h).
 #include <algorithm>
 #include <vector>
 
@@ -34,7 +35,8 @@ __global__ void __launch_bounds__(kThreads)
                                : state[(int64_t(slot[b]) * H + (H + (u - t0))) * C + c];
       acc += load_f32(w, wdt, c * K + j) * xv;
     }
-    store_f32(out, odt, t * C + c, acc / (1.0f + expf(-acc)));
+    acc = round_to(acc, odt);  // narrow out: the conv output rounds before SiLU
+    store_f32(out, odt, t * C + c, siluf(acc));
   }
 }
 

@@ -1,6 +1,6 @@
 // CUDA l2_normalize (GDN q/k) and gated RMSNorm (GDN output): one warp per row, which
 // suits their short rows (head_dim 128); f32 sums (per-lane partials, then a shuffle
-// tree) and one rounding at the output, as the CPU reference.
+// tree) and the CPU reference's rounding points (vt/ops/norm.h, vt/ops/gdn.h).
 #include <algorithm>
 
 #include "vt/cuda/check.h"
@@ -47,7 +47,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
       float v = load_f32(xr, x.dtype, i) * inv;
       if constexpr (kGated) {
         const float zi = load_f32(z.row(r), z.dtype, i);
-        v = v * load_f32(w, wdt, i) * (zi * sigmoidf(zi));
+        // Narrow out: the normalised value and its product with w round, then the f32
+        // silu(z) gate (vt/ops/gdn.h); f32 out: one rounding-free product.
+        if (out.dtype != DType::kF32)
+          v = round_to(round_to(v, out.dtype) * load_f32(w, wdt, i), out.dtype) * siluf(zi);
+        else
+          v = v * load_f32(w, wdt, i) * siluf(zi);
       }
       store_f32(o, out.dtype, i, v);
     }

@@ -1,10 +1,12 @@
 // CUDA RMSNorm: one block per row; f32 sum of squares (per-thread partial sums,
-// then a warp-shuffle and shared-memory tree), one rounding at the output. Matches
+// then a warp-shuffle and shared-memory tree), one rounding at the output (kPlain with a
+// narrow out: also before the weight multiply, vt/ops/norm.h). Matches
 // the CPU reference to f32 summation-order rounding (checked by tests/vt/cuda_norm_test).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "vt/cuda/check.h"
+#include "vt/cuda/common.cuh"
 #include "vt/cuda/norm.h"
 #include "vt/cuda/stream_state.h"
 
@@ -71,7 +73,10 @@ __global__ void __launch_bounds__(kThreads) rms_norm_kernel(RmsNormParams p) {
   for (int64_t i = threadIdx.x; i < p.cols; i += kThreads) {
     float w = load(p.w, p.w_dtype, i);
     if (p.one_plus) w += 1.0f;
-    store(out, p.out_dtype, i, load(x, p.x_dtype, i) * inv * w);
+    float v = load(x, p.x_dtype, i) * inv;
+    // Qwen3RMSNorm (kPlain) with a narrow out: the normalised value rounds before the weight.
+    if (!p.one_plus && p.out_dtype != kF32) v = round_to(v, DType(p.out_dtype));
+    store(out, p.out_dtype, i, v * w);
   }
 }
 
