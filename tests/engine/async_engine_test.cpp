@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -115,8 +116,25 @@ TEST(AsyncEngine, DroppedStreamAbortsItsRequest) {
   EXPECT_EQ(engine.stats().num_running + engine.stats().num_waiting, 0);
 }
 
+// Runs its first step, then holds every later step until the test opens the gate, so
+// "the request is still running" does not depend on how busy the machine is.
+class GatedModel : public FakeModel {
+ public:
+  explicit GatedModel(const std::atomic<bool>& open) : FakeModel(kVocab, 100, 4), open_(open) {}
+  std::vector<float> execute(const ForwardBatch& fb) override {
+    if (steps_++ > 0)
+      while (!open_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return FakeModel::execute(fb);
+  }
+
+ private:
+  const std::atomic<bool>& open_;
+  int steps_ = 0;
+};
+
 TEST(AsyncEngine, RefusalsAreReportedToTheCaller) {
-  AsyncEngine engine(config(), std::make_unique<SlowModel>());
+  std::atomic<bool> open{false};
+  AsyncEngine engine(config(), std::make_unique<GatedModel>(open));
   SamplingParams bad;
   bad.min_p = 3.0f;
   EXPECT_THROW(engine.add_request("x", {1}, bad), Error);
@@ -124,9 +142,10 @@ TEST(AsyncEngine, RefusalsAreReportedToTheCaller) {
   p.max_tokens = 50;
   p.ignore_eos = true;
   auto a = engine.add_request("dup", {1, 2}, p);
-  const auto first = a->next();  // "dup" is running (49 slow steps to go)
+  const auto first = a->next();  // "dup" is running, held at its second step
   ASSERT_TRUE(first.has_value());
   auto b = engine.add_request("dup", {1, 2}, p);
+  open = true;
   drain(*b);
   EXPECT_TRUE(b->error().has_value());
   EXPECT_NE(b->error()->find("dup"), std::string::npos);
