@@ -140,8 +140,10 @@ void run_attention_case(Streams& s, const std::vector<int64_t>& ctx, const std::
   paged_attention(s.gpu, s.up(qbig).slice(2, 0, d), kc_g, vc_g, bt.qsl, bt.seq_lens,
                   bt.block_table, scale, got16);
   // bf16 out rounds each softmax weight before P.V (vt/ops/attention.h): 2^-9-relative
-  // errors in the weights, absolute in the output, against the unrounded f32 reference.
-  expect_close(s, want, got16, kBf16Rel, kBf16Rel, what + " (bf16 out)");
+  // errors in the weights move an output by up to 2^-9 of the |v| it averages, several
+  // times the output's rms when many keys mix (the H200 run: 0.009 rms at worst of 688K
+  // elements), absolute, against the unrounded f32 reference: 2^-5 rms.
+  expect_close(s, want, got16, kBf16Rel, 4 * kBf16Rel, what + " (bf16 out)");
 }
 
 TEST(CudaPagedAttention, PrefillWithContextAndDecodeHeadDim256) {
