@@ -26,6 +26,8 @@ constexpr Command kCommands[] = {
      vtllm::cli::cmd_bench},
     {"serve", "the OpenAI-compatible HTTP server (completions, chat, streaming, metrics)",
      vtllm::cli::cmd_serve},
+    {"generate", "one prompt's continuation, streamed to stdout (greedy or sampled)",
+     vtllm::cli::cmd_generate},
 };
 
 void print_help() {
