@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine, builds vtllm and runs its main job on the bundled default.
+# Sets up a fresh machine, builds vtllm and runs its main job on the bundled default:
+# generation with models/tiny-qwen3.5 (a tiny Qwen3.5 hybrid with the real Qwen3
+# tokenizer and chat template). Its weights are random (seeded), so the text is
+# nonsense, but every token equals what Hugging Face transformers generates from
+# the same weights (tests/apps checks that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 TARGETS=vtllm scripts/build.sh
 build/vtllm --version
-build/vtllm selfcheck
+build/vtllm selfcheck >/dev/null && echo "selfcheck: every op matches its double-precision reference"
+echo
+echo '$ build/vtllm generate models/tiny-qwen3.5 --chat --prompt "Tell me about the sea." --max-tokens 32'
+build/vtllm generate models/tiny-qwen3.5 --chat --prompt "Tell me about the sea." --max-tokens 32
+echo
