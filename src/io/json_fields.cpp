@@ -1,5 +1,8 @@
 #include "io/json_fields.h"
 
+#include <cmath>
+#include <cstdint>
+
 #include "base/error.h"
 
 namespace vtllm::io::detail {
@@ -41,11 +44,16 @@ void Fields::fail(const char* key, const std::string& problem) const {
 std::optional<int64_t> Fields::opt_int(const char* key) const {
   const json* v = raw(key);
   if (!v) return std::nullopt;
-  if (v->is_number_integer()) return v->get<int64_t>();
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() <= uint64_t(INT64_MAX)) return int64_t(v->get<uint64_t>());
+  } else if (v->is_number_integer()) {
+    return v->get<int64_t>();
+  }
   // JSON writers sometimes spell integers as 4096.0; accept exact integral floats.
+  // The range test comes first: converting an out-of-range double is undefined.
   if (v->is_number_float()) {
     double d = v->get<double>();
-    if (d == double(int64_t(d)) && d > -9e18 && d < 9e18) return int64_t(d);
+    if (d > -9e18 && d < 9e18 && d == std::trunc(d)) return int64_t(d);
   }
   fail(key, "expected an integer, got " + shown(*v));
 }

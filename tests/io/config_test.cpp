@@ -177,6 +177,19 @@ TEST(Config, RejectsWrongFieldTypesNamingThePath) {
                     "tie_word_embeddings", "expected true or false");
 }
 
+TEST(Config, RejectsIntegersOutsideInt64) {
+  // Found by config_fuzz: a float past int64's range was converted before the range check.
+  EXPECT_ERROR_WITH(parse(R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+      "hidden_size": 3e62})"),
+                    "hidden_size", "expected an integer");
+  EXPECT_ERROR_WITH(parse(R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+      "hidden_size": 18446744073709551615})"),
+                    "hidden_size", "expected an integer");
+  EXPECT_ERROR_WITH(parse(R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+      "hidden_size": 64.5})"),
+                    "hidden_size", "expected an integer");
+}
+
 TEST(Config, RejectsInconsistentValues) {
   EXPECT_ERROR_WITH(parse(R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
       "num_attention_heads": 12, "num_key_value_heads": 5})"),
