@@ -89,8 +89,9 @@ EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
     e.new_text = std::move(text);
     return e;
   }
-  e.new_text = t.stops->add(text);
-  if (t.stops->matched()) {
+  text::StopStringMatcher::Output checked = t.stops->push(text);
+  e.new_text = std::move(checked.text);
+  if (checked.stopped) {
     if (!o.finished) scheduler_.finish_request(o.id, RequestStatus::kFinishedStopped);
     e.finished = true;
     e.finish_reason = FinishReason::kStop;

@@ -21,6 +21,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/stop_strings.h"
+#include "text/stop_strings.h"
 
 namespace vtllm::engine {
 
@@ -70,7 +71,7 @@ class LlmEngine {
     std::string parent;
     int index = 0;
     std::unique_ptr<IncrementalDetokenizer> detok;
-    std::optional<StopStringMatcher> stops;
+    std::optional<text::StopStringMatcher> stops;
     bool include_stop = false;  // include_stop_str_in_output
   };
 

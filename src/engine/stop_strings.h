@@ -1,5 +1,6 @@
-// Stop strings: matched on the detokenized output, as vLLM's output
-// processor does (vllm/v1/engine/detokenizer.py).
+// Stop strings are matched on the detokenized output, as vLLM's output
+// processor does (vllm/v1/engine/detokenizer.py); this is where the engine
+// gets that text. The matching itself is text::StopStringMatcher.
 //
 // The engine does not own a tokenizer: it receives an IncrementalDetokenizer
 // per request through a DetokenizerFactory (src/text's incremental
@@ -8,10 +9,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
-#include <vector>
 
 namespace vtllm::engine {
 
@@ -34,30 +33,6 @@ class DetokenizerFactory {
   // request's SamplingParams::skip_special_tokens.
   virtual std::unique_ptr<IncrementalDetokenizer> create(std::span<const int32_t> prompt,
                                                          bool skip_special_tokens) = 0;
-};
-
-// Accumulates output text, finds the earliest stop string, and releases text
-// that can no longer be the start of one (stop strings spanning tokens work).
-class StopStringMatcher {
- public:
-  StopStringMatcher(std::vector<std::string> stops, bool include_stop_in_output);
-
-  // Adds newly decoded text; returns the text now safe to emit. After a match,
-  // matched() is set and the output ends at (or, when included, after) the stop.
-  std::string add(const std::string& text);
-  // Everything still held back (the request ended for another reason).
-  std::string flush();
-
-  const std::optional<std::string>& matched() const { return matched_; }
-  const std::string& text() const { return text_; }  // the output so far, truncated at a match
-
- private:
-  std::vector<std::string> stops_;
-  bool include_;
-  size_t hold_ = 0;  // longest stop length - 1: a suffix this long may begin a stop
-  std::string text_;
-  size_t emitted_ = 0;
-  std::optional<std::string> matched_;
 };
 
 }  // namespace vtllm::engine
