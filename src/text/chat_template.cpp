@@ -1,11 +1,10 @@
 #include "text/chat_template.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "text/jinja/json.h"
 
 namespace vtllm {
@@ -15,14 +14,6 @@ namespace {
 constexpr const char* kSpecialTokens[] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                           "pad_token", "cls_token", "mask_token"};
 constexpr const char* kReserved[] = {"messages", "tools", "documents", "add_generation_prompt"};
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) VT_THROW(path.string(), ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 

@@ -3,10 +3,10 @@
 #include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "text/decoder.h"
 #include "text/normalizer.h"
 #include "text/post_processor.h"
@@ -31,15 +31,6 @@ struct Tokenizer::Impl {
 };
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) VT_THROW(path, ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) VT_THROW(path, ": read failed");
-  return ss.str();
-}
 
 bool has_component(const Json& j, std::string_view type) {
   if (j.is_object()) {

@@ -20,42 +20,36 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
     std::snprintf(buf, sizeof buf, "\\u%04x", v);
     out += buf;
   };
-  if (!ensure_ascii) {
-    for (char ch : s) {
-      unsigned char c = static_cast<unsigned char>(ch);
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-          if (c < 0x20) escape_u(c);
-          else out.push_back(ch);
-      }
+  // The escapes both modes share (the quote, the backslash, control characters).
+  auto escape_common = [&](char32_t c) {
+    switch (c) {
+      case '"': out += "\\\""; return true;
+      case '\\': out += "\\\\"; return true;
+      case '\n': out += "\\n"; return true;
+      case '\r': out += "\\r"; return true;
+      case '\t': out += "\\t"; return true;
+      case '\b': out += "\\b"; return true;
+      case '\f': out += "\\f"; return true;
+      default:
+        if (c >= 0x20) return false;
+        escape_u(static_cast<unsigned>(c));
+        return true;
     }
+  };
+  if (!ensure_ascii) {
+    for (char ch : s)
+      if (!escape_common(static_cast<unsigned char>(ch))) out.push_back(ch);
   } else {
     for (char32_t c : py::decode(s)) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-          if (c >= 0x20 && c < 0x7F) {
-            out.push_back(static_cast<char>(c));
-          } else if (c < 0x10000) {
-            escape_u(static_cast<unsigned>(c));
-          } else {
-            char32_t v = c - 0x10000;
-            escape_u(0xD800 | static_cast<unsigned>(v >> 10));
-            escape_u(0xDC00 | static_cast<unsigned>(v & 0x3FF));
-          }
+      if (escape_common(c)) continue;
+      if (c < 0x7F) {
+        out.push_back(static_cast<char>(c));
+      } else if (c < 0x10000) {
+        escape_u(static_cast<unsigned>(c));
+      } else {
+        char32_t v = c - 0x10000;
+        escape_u(0xD800 | static_cast<unsigned>(v >> 10));
+        escape_u(0xDC00 | static_cast<unsigned>(v & 0x3FF));
       }
     }
   }
