@@ -17,6 +17,9 @@ namespace {
 
 int device_count() noexcept { return 0; }
 std::shared_ptr<void> allocate(size_t, int) { no_cuda("CUDA allocation"); }
+AllocatorStats allocator_stats(int) { no_cuda("CUDA allocator_stats"); }
+void reset_peak_in_use(int) { no_cuda("CUDA reset_peak_in_use"); }
+void empty_cache(int) { no_cuda("CUDA empty_cache"); }
 // No StreamState is ever created without CUDA, so there is nothing to delete.
 void StreamStateDeleter::operator()(StreamState*) const noexcept {}
 StreamStatePtr create_stream_state(int) { no_cuda("CUDA stream creation"); }

@@ -14,10 +14,34 @@ namespace vt::cuda {
 // Devices visible to this process; 0 without a GPU or driver. Never throws.
 int device_count() noexcept;
 
-// cudaMalloc on `device` (never managed memory); the pointer is freed with
-// cudaFree when the last owner goes. Throws vtllm::Error naming the size and the
-// device when the allocation fails.
+// Device memory of at least `bytes` on `device` from the caching allocator
+// (vt/cuda/allocator.cu): a block released by an earlier tensor of the same size
+// class when one is cached, else cudaMalloc (never managed memory). When the last
+// owner goes the block returns to the cache without synchronizing; blocks of 64 MiB
+// and more are not cached and go back with cudaFree (which waits for the device).
+// Reuse is safe because work on one device is issued in order on one stream: the
+// next owner's work is queued after the last reader's. With several live CUDA
+// streams on the device, a released block waits for an event on each of them
+// before reuse. Thread-safe. Throws vtllm::Error naming the size and the device
+// when cudaMalloc fails even after the cache was emptied.
 std::shared_ptr<void> allocate(size_t bytes, int device);
+
+// The caching allocator's counters for `device` (bytes are block sizes, i.e. the
+// request rounded up to its size class). The engine's memory sizing reads device
+// use through cudaMemGetInfo, which counts cached blocks as used.
+struct AllocatorStats {
+  size_t in_use_bytes = 0;       // held by live tensors
+  size_t peak_in_use_bytes = 0;  // since start or reset_peak_in_use()
+  size_t cached_bytes = 0;       // released, kept for reuse (cudaMalloc'd, not in use)
+  size_t num_allocs = 0;         // non-empty allocations
+  size_t num_reuses = 0;         // of those, served from the cache
+  size_t num_device_mallocs = 0; // cudaMalloc calls made by the allocator
+  size_t num_device_frees = 0;   // cudaFree calls made by the allocator
+};
+AllocatorStats allocator_stats(int device);
+void reset_peak_in_use(int device);
+// Returns every cached block of `device` to CUDA (waiting for pending work on them).
+void empty_cache(int device);
 
 // What a CUDA vt::Stream holds: the cudaStream_t, a cuBLASLt handle and its
 // workspace. Defined in src/vt/cuda/stream_state.h (CUDA code only).
@@ -29,8 +53,11 @@ using StreamStatePtr = std::unique_ptr<StreamState, StreamStateDeleter>;
 StreamStatePtr create_stream_state(int device);
 void synchronize(StreamState& s);
 
-// Asynchronous copy of `bytes` on the stream; either side may be host memory.
-// Host memory that is not pinned makes the copy synchronous, as CUDA does.
+// Asynchronous copy of `bytes` on the stream; either side may be host memory, which
+// may be freed on return. A host-to-device copy of up to 1 MiB from pageable memory
+// goes through the stream's pinned staging ring (vt/cuda/host_staging.h) and does
+// not wait for the device; a larger one, and a copy into pageable host memory, is
+// synchronous, as CUDA makes it.
 void memcpy_async(StreamState& s, void* dst, const void* src, size_t bytes);
 
 }  // namespace vt::cuda

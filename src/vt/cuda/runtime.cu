@@ -1,8 +1,10 @@
-// The CUDA runtime side of vt: device count, allocation, streams, copies.
+// The CUDA runtime side of vt: device count, streams, copies (allocation is
+// allocator.cu).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
+#include "vt/cuda/allocator.h"
 #include "vt/cuda/check.h"
 #include "vt/cuda/stream_state.h"
 
@@ -30,30 +32,6 @@ int device_count() noexcept {
   return n;
 }
 
-std::shared_ptr<void> allocate(size_t bytes, int device) {
-  VT_CHECK(device >= 0 && device < device_count(), "CUDA allocation of ", bytes,
-           " bytes: device cuda:", device, " does not exist (", device_count(), " visible)");
-  VT_CUDA_CHECK(cudaSetDevice(device));
-  void* p = nullptr;
-  if (bytes > 0) {
-    cudaError_t e = cudaMalloc(&p, bytes);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      size_t free_b = 0, total_b = 0;
-      cudaMemGetInfo(&free_b, &total_b);
-      VT_THROW("CUDA allocation of ", bytes, " bytes on cuda:", device, " failed: ",
-               cudaGetErrorString(e), " (", free_b >> 20, " MiB free of ", total_b >> 20, " MiB)");
-    }
-  }
-  return std::shared_ptr<void>(p, [device](void* q) {
-    if (!q) return;
-    // A destructor cannot throw; a failing cudaFree means the context is gone.
-    if (cudaSetDevice(device) != cudaSuccess || cudaFree(q) != cudaSuccess)
-      std::fprintf(stderr, "vt: cudaFree on cuda:%d failed: %s\n", device,
-                   cudaGetErrorString(cudaGetLastError()));
-  });
-}
-
 void set_device(const StreamState& s) { VT_CUDA_CHECK(cudaSetDevice(s.device)); }
 
 void throw_last_error(const char* what) {
@@ -77,7 +55,10 @@ void* scratch(StreamState& s, ScratchSlot slot, size_t bytes) {
 void StreamStateDeleter::operator()(StreamState* s) const noexcept {
   if (!s) return;
   cudaSetDevice(s->device);
-  if (s->stream) cudaStreamSynchronize(s->stream);
+  if (s->stream) {
+    cudaStreamSynchronize(s->stream);
+    unregister_stream(s->device, s->stream);
+  }
   if (s->workspace) cudaFree(s->workspace);
   for (void* p : s->scratch)
     if (p) cudaFree(p);
@@ -95,6 +76,7 @@ StreamStatePtr create_stream_state(int device) {
   s->device = device;
   VT_CUDA_CHECK(cudaSetDevice(device));
   VT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+  register_stream(device, s->stream);
   VT_CUBLAS_CHECK(cublasLtCreate(&s->cublaslt));
   VT_CUDA_CHECK(cudaMalloc(&s->workspace, StreamState::kWorkspaceBytes));
   VT_CUDA_CHECK(cudaDeviceGetAttribute(&s->num_sms, cudaDevAttrMultiProcessorCount, device));
@@ -106,8 +88,34 @@ void synchronize(StreamState& s) {
   VT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
 }
 
+namespace {
+// Copies from pageable host memory up to this size go through the pinned ring.
+constexpr size_t kStagedCopyMax = size_t(1) << 20;
+
+bool is_pageable_host(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeUnregistered;
+}
+bool is_device(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice;
+}
+}  // namespace
+
 void memcpy_async(StreamState& s, void* dst, const void* src, size_t bytes) {
   set_device(s);
+  if (bytes > 0 && bytes <= kStagedCopyMax && is_pageable_host(src) && is_device(dst)) {
+    s.staging.copy_to_device(dst, src, bytes, s.stream);
+    return;
+  }
   VT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.stream));
 }
 

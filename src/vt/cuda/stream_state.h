@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vt/cuda/api.h"
+#include "vt/cuda/host_staging.h"
 
 namespace vt::cuda {
 
@@ -15,10 +16,10 @@ struct GemmPlans;  // cuBLASLt plans cached per shape (cuda/gemm/plan_cache.cu)
 void destroy_gemm_plans(GemmPlans* p) noexcept;
 
 // Grow-only device buffers that op arms borrow for the length of one op: index
-// tensors uploaded from the host (kIndexScratch) and f32 partial results such as
-// split-K attention's (kWorkScratch). Reuse is safe because everything that reads
-// a buffer is ordered on the stream before the next op writes it; growing frees the
-// old buffer with cudaFree, which waits for the device.
+// tensors uploaded from the host (kIndexScratch; one upload per op) and f32 partial
+// results such as split-K attention's (kWorkScratch). Reuse is safe because
+// everything that reads a buffer is ordered on the stream before the next op writes
+// it; growing frees the old buffer with cudaFree, which waits for the device.
 enum ScratchSlot { kIndexScratch = 0, kWorkScratch = 1, kNumScratch = 2 };
 
 struct StreamState {
@@ -31,6 +32,7 @@ struct StreamState {
   void* scratch[kNumScratch] = {};
   size_t scratch_bytes[kNumScratch] = {};
   GemmPlans* gemm_plans = nullptr;
+  HostStaging staging;  // pinned ring for host-to-device uploads
   int num_sms = 0;  // multiprocessors of `device`, for grid heuristics
 };
 
@@ -44,16 +46,13 @@ void* scratch(StreamState& s, ScratchSlot slot, size_t bytes);
 [[noreturn]] void throw_last_error(const char* what);
 
 // Copies host `data` into the index scratch, ordered on the stream, and returns the
-// device copy. From pageable memory the copy returns once the bytes are staged, so
-// `data` may be freed right after; the cost is a wait for the stream's earlier work
-// (an engine that keeps its indices on the device will pass device tensors instead).
+// device copy. The bytes pass through the stream's pinned staging ring, so the call
+// does not wait for the device and `data` may be freed right after. The stream's
+// device must be current (set_device).
 template <class T>
 const T* upload_indices(StreamState& s, const std::vector<T>& data) {
   void* d = scratch(s, kIndexScratch, data.size() * sizeof(T));
-  if (!data.empty())
-    if (cudaMemcpyAsync(d, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice,
-                        s.stream) != cudaSuccess)
-      throw_last_error("upload of op indices");
+  s.staging.copy_to_device(d, data.data(), data.size() * sizeof(T), s.stream);
   return static_cast<const T*>(d);
 }
 

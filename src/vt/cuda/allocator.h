@@ -1,0 +1,18 @@
+// What the caching allocator (allocator.cu) needs to know from the stream side
+// (CUDA sources only). The contract of allocate() and its stats is in vt/cuda/api.h.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace vt::cuda {
+
+// A vt CUDA stream on `device` starts / stops. While a device has one live stream,
+// a released block is reusable at once (its readers are queued before any later
+// owner's work); with more, each release records an event on every live stream and
+// the block waits for them. Registering a second stream synchronizes the device
+// first, so blocks cached under the one-stream rule are idle. A stream must be
+// synchronized before it is unregistered.
+void register_stream(int device, cudaStream_t stream);
+void unregister_stream(int device, cudaStream_t stream) noexcept;
+
+}  // namespace vt::cuda
