@@ -123,8 +123,19 @@ class CachingAllocator {
   void unregister_stream(int device, cudaStream_t s) noexcept {
     std::lock_guard lock(mu_);
     if (device < 0 || device >= int(pools_.size())) return;
-    auto& v = pools_[size_t(device)].streams;
+    DevicePool& pool = pools_[size_t(device)];
+    auto& v = pool.streams;
     v.erase(std::remove(v.begin(), v.end(), s), v.end());
+    if (!v.empty()) return;
+    // The last stream is gone: give the cache back, so that a later measurement of
+    // device memory (the engine's weight and cache sizing) starts from what is live.
+    try {
+      VT_CUDA_CHECK(cudaSetDevice(device));
+      flush(pool);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "vt: emptying the allocator cache of cuda:%d failed: %s\n", device,
+                   e.what());
+    }
   }
 
  private:
@@ -171,8 +182,8 @@ class CachingAllocator {
     std::lock_guard lock(mu_);
     DevicePool& pool = pools_[size_t(device)];
     pool.stats.in_use_bytes -= size;
-    if (size >= kMaxCachedBytes) {
-      // cudaFree waits for the device, so no reader can still be queued.
+    if (size >= kMaxCachedBytes || pool.streams.empty()) {
+      // Large, or no live stream to reuse it on: cudaFree (it waits for the device).
       if (cudaSetDevice(device) != cudaSuccess || cudaFree(p) != cudaSuccess)
         std::fprintf(stderr, "vt: cudaFree on cuda:%d failed: %s\n", device,
                      cudaGetErrorString(cudaGetLastError()));

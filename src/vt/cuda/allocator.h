@@ -10,7 +10,9 @@ namespace vt::cuda {
 // a released block is reusable at once (its readers are queued before any later
 // owner's work); with more, each release records an event on every live stream and
 // the block waits for them. Registering a second stream synchronizes the device
-// first, so blocks cached under the one-stream rule are idle. A stream must be
+// first, so blocks cached under the one-stream rule are idle. Blocks are cached only
+// while a stream lives: when the last one goes the cache is returned to CUDA, and
+// a block released with no live stream is freed at once. A stream must be
 // synchronized before it is unregistered.
 void register_stream(int device, cudaStream_t stream);
 void unregister_stream(int device, cudaStream_t stream) noexcept;

@@ -22,7 +22,8 @@ int device_count() noexcept;
 // Reuse is safe because work on one device is issued in order on one stream: the
 // next owner's work is queued after the last reader's. With several live CUDA
 // streams on the device, a released block waits for an event on each of them
-// before reuse. Thread-safe. Throws vtllm::Error naming the size and the device
+// before reuse; with none, blocks are not cached (the last stream's end empties the
+// cache). Thread-safe. Throws vtllm::Error naming the size and the device
 // when cudaMalloc fails even after the cache was emptied.
 std::shared_ptr<void> allocate(size_t bytes, int device);
 
