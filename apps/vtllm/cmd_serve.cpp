@@ -34,10 +34,6 @@ constexpr const char* kUsage =
     "  --served-model-name NAME      the model name clients use (default DIR)\n"
     "  --api-key KEY                 require 'Authorization: Bearer KEY' on /v1/* (or "
     "VTLLM_API_KEY)\n"
-    "  --gpu-memory-utilization F    fraction of GPU memory for weights and cache, (0, 1] (default "
-    "0.9);\n"
-    "                                the CPU backend sizes its cache with "
-    "--num-gpu-blocks-override\n"
     "  --max-body-bytes N            request-body limit (default 33554432)\n"
     "  (--max-num-seqs defaults to 256)\n";
 
@@ -52,8 +48,7 @@ std::optional<std::string> env(const char* name) {
 
 int cmd_serve(int argc, char** argv) {
   std::vector<std::string> value_flags = model_value_flags();
-  for (const char* f : {"host", "port", "served-model-name", "api-key", "gpu-memory-utilization",
-                        "max-body-bytes"})
+  for (const char* f : {"host", "port", "served-model-name", "api-key", "max-body-bytes"})
     value_flags.emplace_back(f);
   std::vector<std::string> bool_flags = model_bool_flags();
   bool_flags.emplace_back("help");
@@ -68,8 +63,6 @@ int cmd_serve(int argc, char** argv) {
   }
   const std::string dir = args.positional()[0];
   const ModelFlags flags = model_flags_from_args(args, dir, 256);
-  const double mem = args.get_double("gpu-memory-utilization", 0.9);
-  VT_CHECK(mem > 0 && mem <= 1, "--gpu-memory-utilization ", mem, ": expected (0, 1]");
   const int64_t port = args.get_int("port", 8000);
   VT_CHECK(port >= 0 && port <= 65535, "--port ", port, ": expected [0, 65535]");
 

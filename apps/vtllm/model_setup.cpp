@@ -18,7 +18,9 @@ std::vector<std::string> model_value_flags() {
           "max-num-seqs",
           "max-num-batched-tokens",
           "num-gpu-blocks-override",
-          "chat-template"};
+          "chat-template",
+          "device",
+          "gpu-memory-utilization"};
 }
 
 std::vector<std::string> model_bool_flags() {
@@ -37,8 +39,12 @@ const char* const kModelFlagsUsage =
     "max_position_embeddings)\n"
     "  --max-num-seqs N              requests in one batch\n"
     "  --max-num-batched-tokens N    tokens in one step (default 2048)\n"
+    "  --device cpu|cuda             where the model runs (default cpu); cuda: bf16 on cuda:0\n"
+    "  --gpu-memory-utilization F    cuda: fraction of GPU memory for weights, activations and\n"
+    "                                KV cache, (0, 1] (default 0.9)\n"
     "  --num-gpu-blocks-override N   KV-cache blocks of 16 tokens (default on CPU: enough for\n"
-    "                                min(max-num-seqs, 16) full-length requests)\n"
+    "                                min(max-num-seqs, 16) full-length requests; on cuda: from\n"
+    "                                --gpu-memory-utilization)\n"
     "  --enable-prefix-caching       reuse cached prompt blocks (default)\n"
     "  --no-enable-prefix-caching    do not\n"
     "  --chat-template FILE          a Jinja chat template replacing DIR's\n";
@@ -70,6 +76,16 @@ ModelFlags model_flags_from_args(const Args& args, const std::string& dir,
            "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
   f.enable_prefix_caching = !args.has("no-enable-prefix-caching");
   f.chat_template_file = args.get_or("chat-template", "");
+  const std::string device = args.get_or("device", "cpu");
+  VT_CHECK(device == "cpu" || device == "cuda", "--device ", device, ": expected cpu or cuda");
+  if (device == "cuda") {
+    VT_CHECK(VTLLM_WITH_CUDA, "--device cuda: this vtllm was built without CUDA");
+    VT_CHECK(vt::cuda_device_count() > 0, "--device cuda: no GPU is visible");
+    f.device = vt::Device::cuda(0);
+  }
+  f.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
+  VT_CHECK(f.gpu_memory_utilization > 0 && f.gpu_memory_utilization <= 1,
+           "--gpu-memory-utilization ", f.gpu_memory_utilization, ": expected (0, 1]");
   return f;
 }
 
@@ -114,7 +130,23 @@ ModelSetup load_model_setup(const ModelFlags& f) {
 
   models::LoadConfig load;
   load.format = f.load_format;
-  s.runner = engine::ModelRunner::load(s.model_config, f.dir, ec.kv_cache, load);
+  if (f.device.is_cpu()) {
+    s.runner = engine::ModelRunner::load(s.model_config, f.dir, ec.kv_cache, load);
+  } else {
+    load.device = f.device;
+    load.dtype = vt::DType::kBF16;
+    if (f.num_blocks_override) {
+      s.runner = engine::ModelRunner::load(s.model_config, f.dir, ec.kv_cache, load);
+    } else {
+      engine::MemoryBudget budget;
+      budget.gpu_memory_utilization = f.gpu_memory_utilization;
+      budget.max_num_batched_tokens = f.max_num_batched_tokens;
+      budget.max_num_seqs = int32_t(f.max_num_seqs);
+      s.runner =
+          engine::ModelRunner::load_sized(s.model_config, f.dir, ec.kv_cache, load, budget);
+    }
+    ec.kv_cache = s.runner->kv_config();  // load_sized set num_blocks
+  }
   s.hybrid = engine::needs_state_slots(s.runner->model());
   if (s.multimodal && !f.language_model_only)
     std::fprintf(stderr,
@@ -127,6 +159,7 @@ ModelSetup load_model_setup(const ModelFlags& f) {
 std::string describe(const ModelSetup& s, const ModelFlags& f) {
   return str_cat(s.model_config.architecture_class, ", ", s.hybrid ? "hybrid" : "dense",
                  f.load_format == io::LoadFormat::kDummy ? ", dummy weights" : "",
+                 f.device.is_cuda() ? ", bf16 on cuda:0" : "",
                  s.multimodal ? (f.language_model_only ? ", language model only"
                                                        : ", text only (no vision tower yet)")
                               : "");

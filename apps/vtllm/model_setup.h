@@ -15,6 +15,7 @@
 #include "io/weight_loader.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
+#include "vt/device.h"
 
 namespace vtllm::cli {
 
@@ -35,6 +36,9 @@ struct ModelFlags {
   std::optional<int64_t> num_blocks_override;  // KV blocks (excluding the null block)
   bool enable_prefix_caching = true;
   std::string chat_template_file;  // replaces DIR's template when not empty
+  // --device: the CPU (f32), or cuda:0 (bf16, KV blocks sized from memory).
+  vt::Device device = vt::Device::cpu();
+  double gpu_memory_utilization = 0.9;  // CUDA only; --num-gpu-blocks-override wins
 };
 
 // Reads the shared flags (validated, the error naming the flag); `max_num_seqs`
@@ -56,8 +60,11 @@ struct ModelSetup {
 };
 
 // Loads config, tokenizer, chat template (an explicit --chat-template must
-// load) and the model on the CPU with options.load_format; sizes the KV cache
-// (default: enough blocks for min(max_num_seqs, 16) full-length requests).
+// load) and the model with options.load_format on options.device. The KV cache:
+// --num-gpu-blocks-override when given; else on the CPU enough blocks for
+// min(max_num_seqs, 16) full-length requests, on CUDA what
+// gpu_memory_utilization leaves (ModelRunner::load_sized, which prints its
+// cache-sizing line to stderr); engine.kv_cache is the runner's.
 ModelSetup load_model_setup(const ModelFlags& options);
 
 // A one-line description: "<arch>, hybrid|dense[, dummy weights][, text only]".
