@@ -11,9 +11,9 @@
 #                                [--num-prompts N] [--commit SHA]
 #       for each peer and workload (INPUT:OUTPUT:CONCURRENCY-LIST): start the server, run
 #       the sweep, stop it. Results land in --out (default $work/results): the client's
-#       JSON, the server log, and a .meta.json with the peak GPU memory (nvidia-smi,
-#       sampled every 200 ms while the server lives), the server's own report and the
-#       exact commands.
+#       JSON per concurrency level, the server log, and a .meta.json with the peak GPU
+#       memory (nvidia-smi, sampled every 200 ms while the server lives), the server's own
+#       report and the exact commands.
 #
 # Every peer launch below is checked by tools/bench/check_peer_config.py.
 set -euo pipefail
@@ -86,7 +86,11 @@ server_command() {
   case "$peer" in
     vtllm)
       port=8000
-      server_cmd=("$vtllm" serve "$hf_dir" --host 127.0.0.1 --port "$port" --max-model-len "$max_model_len")
+      # bf16 on the GPU, KV cache from 90% of its memory, every client in one batch,
+      # prefill chunks of up to 8192 tokens (vLLM's default for its API server on large GPUs).
+      server_cmd=("$vtllm" serve "$hf_dir" --host 127.0.0.1 --port "$port" --device cuda
+        --gpu-memory-utilization 0.9 --max-num-seqs "$(( max_concurrency > 256 ? max_concurrency : 256 ))"
+        --max-num-batched-tokens 8192 --max-model-len "$max_model_len")
       ;;
     llama.cpp)
       port=8080
@@ -118,12 +122,20 @@ run_one() {  # PEER WORKLOAD
   server_command "$peer" "$input_len" "$output_len" "$max_concurrency"
   "${server_cmd[@]}" > "$log" 2>&1 &
   local server_pid=$! rc=0 health='{}'
-  local client_cmd=("$vtllm" bench serve --base-url "http://127.0.0.1:$port" --model "$peer"
-    --concurrency "$levels" --input-len "$input_len" --output-len "$output_len"
-    --num-prompts "$num_prompts" --json "$out/$tag.json")
+  # One client run per concurrency level, each with max(8, 2 x concurrency) requests
+  # (--num-prompts overrides): two waves per level keep the slowest peer's long-prompt
+  # sweep within the GPU machine's 10-minute command limit.
+  local client_cmd=() c n
   if wait_healthy "$port" "$server_pid" 1200; then
     health=$(python3 -c "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:$port/health').read().decode())" || echo '{}')
-    "${client_cmd[@]}" || rc=$?
+    for c in ${levels//,/ }; do
+      n=$num_prompts
+      [ "$n" -gt 0 ] || n=$(( 2 * c > 8 ? 2 * c : 8 ))
+      client_cmd=("$vtllm" bench serve --base-url "http://127.0.0.1:$port" --model "$peer"
+        --concurrency "$c" --input-len "$input_len" --output-len "$output_len"
+        --num-prompts "$n" --json "$out/$tag-c$c.json")
+      "${client_cmd[@]}" || rc=$?
+    done
   else
     rc=1
     tail -n 30 "$log"

@@ -268,7 +268,7 @@ def start_engine(model, tokenizer, args):
         engine.submit(probe)
         got = []
         while True:
-            item = probe.out.get(timeout=900)
+            item = probe.out.get(timeout=args.probe_timeout)
             if item is DONE:
                 break
             if isinstance(item, Exception):
@@ -277,9 +277,15 @@ def start_engine(model, tokenizer, args):
         if len(got) != 2:
             raise RuntimeError(f"probe request produced {len(got)} tokens, expected 2")
         return engine, "continuous batching"
-    except Exception as e:  # the manager refused this model (or its cache kinds)
+    except Exception as e:  # the manager refused this model (or its cache kinds), or hung
         if args.engine == "continuous":
             raise
+        stop = getattr(getattr(locals().get("engine"), "manager", None), "stop", None)
+        if stop is not None:
+            try:
+                stop(block=False)
+            except Exception:  # a manager that failed to start may not stop cleanly either
+                pass
         note = f"continuous batching unavailable for this model ({type(e).__name__}: {e}); generate() batches"
         print("transformers_server:", note, file=sys.stderr, flush=True)
         return GenerateEngine(model, tokenizer, args), note
@@ -294,6 +300,8 @@ def main():
     p.add_argument("--engine", default="auto", choices=["auto", "continuous", "generate"])
     p.add_argument("--max-batch-size", type=int, required=True, help="generate engine: requests per batch")
     p.add_argument("--max-model-len", type=int, default=8192)
+    p.add_argument("--probe-timeout", type=float, default=180.0,
+                   help="auto: seconds the continuous-batching probe request may take")
     p.add_argument("--served-model-name", default="transformers")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8001)
