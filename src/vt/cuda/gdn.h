@@ -7,14 +7,21 @@
 //     kernel then rolls each request's state (ordered after the first on the stream,
 //     so no thread reads a state row another has overwritten).
 //   gdn_gates: one thread per (token, value head).
-//   gated_delta_rule: the token recurrence of §8.6 for decode AND prefill. The
+//   gated_delta_rule: the token recurrence of §8.6 (the recurrent op: decode). The
 //     recurrence is separable by value column: column e of S evolves from k, q, beta,
 //     g and v[e] alone. So each CTA owns (request, value head, 32 columns), keeps its
 //     [Dk, 32] slice of the f32 state in registers (one column per thread) for the
-//     whole request, and reads only k, q (staged in shared memory) per token. The
-//     chunked (WY) form of §8.7 pays off only on tensor cores; until that kernel
-//     exists, the chunked op runs this recurrence on CUDA (same math to f32 rounding,
-//     as vt/ops/gdn.h states). Dk <= 128 (32, 64, 128 instantiated; others padded).
+//     whole request, and reads only k, q (staged in shared memory) per token.
+//     Dk <= 128 (32, 64, 128 instantiated; others padded).
+//   gated_delta_rule_chunked: the chunked form of §8.7 (the chunked op: prefill and
+//     mixed steps), f32 CUDA-core tiles, chunks of 64 (gdn/delta_rule_chunked.cuh):
+//     a first kernel per (chunk, value head) solves the chunk's unit lower-triangular
+//     system into the stream's work scratch; a second per (request, value head, 32
+//     columns) runs the chunks in order from the slot's state. Requests shorter than
+//     16 tokens run the token recurrence inside the second kernel. Needs Dk, Dv <=
+//     128 (zero-padded) and host indices; otherwise it runs gated_delta_rule. Scratch
+//     up to 256 MiB (a call needing more runs as several passes); the same math as
+//     the recurrence to f32 rounding.
 #pragma once
 
 #include "vt/ops/args.h"
@@ -31,5 +38,8 @@ void gdn_gates(Stream& s, const Rows& a, const Rows& b, const Tensor& A_log, con
 void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
                       const Tensor& state, const Tensor& out);
+void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
+                              const Tensor& state, const Tensor& out);
 
 }  // namespace vt::cuda

@@ -139,8 +139,7 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
   if (s.device().is_cpu())
     return cpu::gated_delta_rule_chunked(s, q, k, v, g, beta, scale, req, state, out);
 #if VTLLM_WITH_CUDA
-  // The CUDA arm runs the token recurrence for prefill too (vt/cuda/gdn.h says why).
-  cuda::gated_delta_rule(s, q, k, v, g, beta, scale, req, state, out);
+  cuda::gated_delta_rule_chunked(s, q, k, v, g, beta, scale, req, state, out);
 #else
   no_backend(op, s.device());
 #endif

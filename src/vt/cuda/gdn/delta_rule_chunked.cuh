@@ -1,0 +1,79 @@
+// The chunked gated delta rule's two kernels and what they share (CUDA sources of
+// cuda/gdn/ only; the host arm is delta_rule_chunked.cu, the math qwen3_5.md §8.7).
+//
+// A pass covers a list of chunks (at most kChunk consecutive tokens of one request)
+// and a list of requests, each owning a run of those chunks in token order.
+//   chunk_wy   (chunk_wy.cu), grid (chunk, value head): everything of a chunk that
+//              does not depend on the state, written to the work scratch:
+//                gam_i = sum_{s <= i} g_s                       (cumulative log decay)
+//                L_ij  = beta_i (k_i . k_j) exp(gam_i - gam_j)  for j < i
+//                [W | U] = (I + L)^-1 [diag(beta e^gam) K | diag(beta) V]
+//                P_ij  = scale (q_i . k_j) exp(gam_i - gam_j)   for j <= i, else 0
+//   chunk_scan (chunk_scan.cu), grid (32-column slice, value head, request): the
+//              request's chunks in order from its slot's state S (a [Dk, 32] slice):
+//                U' = U - W S;  out = diag(e^gam) (scale Q) S + P U';
+//                S <- e^{gam_last} S + (diag(e^{gam_last - gam}) K)^T U'
+//              and the final slice written back to the slot. A request shorter than
+//              kMinChunkedTokens owns no chunks: chunk_scan runs its token recurrence
+//              (§8.6) on the slice instead (a decode step in a mixed batch would
+//              otherwise pay for a whole 64-token chunk).
+// Rows of a partial chunk past its length are zero (k, q, v, beta) with g = 0, so
+// they neither update the state nor decay it. Dk, Dv <= 128, zero-padded to 128.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "vt/dtype.h"
+
+namespace vt::cuda::gdn_chunk {
+
+inline constexpr int kChunk = 64;   // tokens per chunk (vt::kGdnChunkSize)
+inline constexpr int kDK = 128;     // key head_dim the tiles hold (zero-padded)
+inline constexpr int kDV = 128;     // value head_dim the tiles hold (zero-padded)
+inline constexpr int kCols = 32;    // value columns per chunk_scan CTA
+inline constexpr int kThreads = 256;
+inline constexpr int kMinChunkedTokens = 16;
+
+// Floats of work scratch per (chunk, value head), in this order: W [kChunk, kDK],
+// U [kChunk, kDV], P [kChunk, kChunk], gam [kChunk].
+inline constexpr int64_t kWFloats = int64_t(kChunk) * kDK;
+inline constexpr int64_t kUFloats = int64_t(kChunk) * kDV;
+inline constexpr int64_t kPFloats = int64_t(kChunk) * kChunk;
+inline constexpr int64_t kScratchFloats = kWFloats + kUFloats + kPFloats + kChunk;
+
+struct Params {
+  const void* q;
+  DType q_dtype;
+  int64_t q_t, q_h;
+  const void* k;
+  DType k_dtype;
+  int64_t k_t, k_h;
+  const void* v;
+  DType v_dtype;
+  int64_t v_t, v_h;
+  const float* g;     // [T, Hv]
+  const float* beta;  // [T, Hv]
+  float* state;       // [S, Hv, dk, dv]
+  void* out;          // [T, Hv, dv]
+  DType out_dtype;
+  const int32_t* slot;         // [B] state slot of each request of the pass
+  const int32_t* first_chunk;  // [B + 1] request b owns chunks [first_chunk[b], first_chunk[b+1])
+  const int32_t* token_t0;     // [B] a short request's first token (no chunks)
+  const int32_t* token_len;    // [B] its token count; 0 for a chunked request
+  const int32_t* chunk_t0;     // [NC] first token of each chunk
+  const int32_t* chunk_len;    // [NC] tokens in it, 1..kChunk
+  float* work;                 // [NC, Hv, kScratchFloats]
+  int hv, ratio, dk, dv;
+  float scale;
+};
+
+__host__ __device__ inline float* chunk_scratch(const Params& p, int64_t chunk, int h) {
+  return p.work + (chunk * p.hv + h) * kScratchFloats;
+}
+
+void launch_chunk_wy(const Params& p, int num_chunks, cudaStream_t stream);
+void launch_chunk_scan(const Params& p, int num_requests, cudaStream_t stream);
+
+}  // namespace vt::cuda::gdn_chunk
