@@ -125,8 +125,11 @@ void bench_gemm() {
   }
 }
 
-// Paged attention over B requests of ctx cached keys and q_len new tokens each.
-void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t hkv, int64_t d) {
+// Paged attention over B requests of ctx cached keys and q_len new tokens each. With
+// bf16 out and q_len > 1 the step takes the tensor-core kernel (vt/cuda/attention.h);
+// an f32 out keeps the CUDA-core kernel (the "before" of the prefill rows).
+void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t hkv, int64_t d,
+                     vt::DType out_dt = vt::DType::kBF16) {
   const int64_t bs = 16, per_req = (ctx + q_len + bs - 1) / bs, blocks = B * per_req;
   vt::Tensor kc = rand_gpu({blocks, bs, hkv, d}, vt::DType::kBF16);
   vt::Tensor vc = rand_gpu({blocks, bs, hkv, d}, vt::DType::kBF16, 1, 3);
@@ -141,7 +144,7 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
     lens.push_back(int32_t(ctx + q_len));
   }
   const int64_t T = B * q_len;
-  vt::Tensor q = rand_gpu({T, hq, d}, vt::DType::kBF16), out = rand_gpu({T, hq, d}, vt::DType::kBF16);
+  vt::Tensor q = rand_gpu({T, hq, d}, vt::DType::kBF16), out = rand_gpu({T, hq, d}, out_dt);
   vt::Tensor qt = i32(qsl), lt = i32(lens);
   const double ms = time_ms([&] {
     vt::paged_attention(*g_gpu, q, kc, vc, qt, lt, bt, 1.0f / std::sqrt(float(d)), out);
@@ -155,7 +158,8 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
   const double flops = 4.0 * double(B) * pairs * double(hq * d);
   row("paged_attention B=" + std::to_string(B) + " ctx=" + std::to_string(ctx) + " q=" +
           std::to_string(q_len) + " Hq/Hkv=" + std::to_string(hq) + "/" + std::to_string(hkv) +
-          " D=" + std::to_string(d),
+          " D=" + std::to_string(d) +
+          (out_dt == vt::DType::kBF16 ? (q_len > 1 ? " mma" : "") : " f32 out (CUDA cores)"),
       ms, bytes, flops);
 }
 
@@ -198,6 +202,14 @@ int main() {
   bench_attention(1, 32768, 1, 24, 4, 256);   // decode, one long request: split-K
   bench_attention(8, 8192, 1, 32, 8, 128);    // Qwen3-style head_dim 128
   bench_attention(1, 0, 4096, 24, 4, 256);    // prefill of a 4K prompt
+  // Prefill at the Qwen3.5 default text shape (16 query heads on 4 kv heads, D 256);
+  // FLOPs count causal pairs only: 4 Hq D sum over queries of keys attended.
+  bench_attention(1, 0, 512, 16, 4, 256);
+  bench_attention(1, 0, 4096, 16, 4, 256);
+  bench_attention(8, 0, 512, 16, 4, 256);
+  bench_attention(1, 4096, 512, 16, 4, 256);  // a chunk after a 4K prefix
+  bench_attention(1, 0, 4096, 32, 8, 128);    // Qwen3-style head_dim 128
+  bench_attention(1, 0, 4096, 16, 4, 256, vt::DType::kF32);
   bench_gdn(64, 1, 16, 48);                   // decode step, 64 requests
   bench_gdn(256, 1, 16, 48);
   bench_gdn(1, 4096, 16, 48);                 // prefill of a 4K prompt (token recurrence)

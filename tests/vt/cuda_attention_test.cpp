@@ -176,5 +176,87 @@ TEST(CudaPagedAttention, LongContextDecodeUsesSplitK) {
                      "d128 decode over 3000 and 777 keys");
 }
 
+// The tensor-core prefill path (flash_prefill.cuh): q, caches and out all bf16 or all
+// f16 and some request with q_len > 1. The CPU op runs with the same out dtype, so both
+// round each softmax weight to it before P.V; they still differ where the CUDA weight
+// was rounded against a running max below the row's final max, or where a score's
+// f32 sum order flips a rounding: each such weight moves by at most one ulp of the
+// narrow type (2^-9 relative for bf16), so an output by at most ~2^-9 of the |v| it
+// averages, plus one ulp at the final rounding. Tolerance: bf16 rel 2^-7 + 2^-6 rms,
+// f16 (8x finer) rel 2^-10 + 2^-9 rms.
+void run_flash_case(Streams& s, const std::vector<int64_t>& ctx, const std::vector<int64_t>& qlen,
+                    int64_t hq, int64_t hkv, int64_t d, DType dt, int64_t block_size,
+                    uint64_t seed, const std::string& what) {
+  int64_t widest = 0;
+  for (size_t b = 0; b < ctx.size(); ++b)
+    widest = std::max(widest, (ctx[b] + qlen[b] + block_size - 1) / block_size);
+  const int64_t num_blocks = int64_t(ctx.size()) * widest + 5;
+  Batch bt = make_batch(ctx, qlen, block_size, num_blocks, seed);
+  Tensor kc = randn({num_blocks, block_size, hkv, d}, dt, 1.0, seed + 1);
+  Tensor vc = randn({num_blocks, block_size, hkv, d}, dt, 1.0, seed + 2);
+  Tensor kc_g = s.up(kc), vc_g = s.up(vc);
+  Tensor k = randn({bt.tokens, hkv, d}, dt, 1.0, seed + 3), v = randn({bt.tokens, hkv, d}, dt, 1.0, seed + 4);
+  kv_cache_write(s.cpu, k, v, bt.slot_mapping, kc, vc);
+  kv_cache_write(s.gpu, s.up(k), s.up(v), bt.slot_mapping, kc_g, vc_g);
+  Tensor qbig = randn({bt.tokens, hq, d + 32}, dt, 1.0, seed + 5);
+  const float scale = 1.0f / std::sqrt(float(d));
+  Tensor want = Tensor::empty({bt.tokens, hq, d}, dt);
+  paged_attention(s.cpu, qbig.slice(2, 0, d), kc, vc, bt.qsl, bt.seq_lens, bt.block_table, scale,
+                  want);
+  Tensor got = poisoned_gpu(s, {bt.tokens, hq, d}, dt);
+  paged_attention(s.gpu, s.up(qbig).slice(2, 0, d), kc_g, vc_g, bt.qsl, bt.seq_lens,
+                  bt.block_table, scale, got);
+  const bool bf16 = dt == DType::kBF16;
+  expect_close(s, want, got, bf16 ? 1.0 / 128 : 1.0 / 1024, bf16 ? 1.0 / 64 : 1.0 / 512,
+               what + (bf16 ? " (bf16)" : " (f16)") + " block_size " + std::to_string(block_size));
+}
+
+TEST(CudaFlashPrefill, HeadDim256Gqa4MixedBatchesWithAndWithoutContext) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  // Qwen3.5 default text shape: 16 query heads on 4 kv heads, head_dim 256.
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (int64_t bs : {16, 48}) {
+      run_flash_case(s, {0, 0, 0, 0}, {2, 17, 64, 333}, 16, 4, 256, dt, bs, 500,
+                     "d256 gqa4 fresh prompts");
+      // Prefix hits / chunked prefill (context before the queries), and a decode
+      // request riding in the same step.
+      run_flash_case(s, {5, 300, 1000, 77, 500}, {2, 17, 64, 333, 1}, 16, 4, 256, dt, bs, 510,
+                     "d256 gqa4 with context");
+    }
+  }
+}
+
+TEST(CudaFlashPrefill, HeadDim128GqaRatios1And4And8) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    run_flash_case(s, {0, 33}, {64, 17}, 8, 8, 128, dt, 16, 600, "d128 gqa1");
+    run_flash_case(s, {0, 129, 0}, {333, 2, 17}, 32, 8, 128, dt, 16, 610, "d128 gqa4");
+    run_flash_case(s, {250, 0}, {64, 333}, 32, 4, 128, dt, 64, 620, "d128 gqa8");
+  }
+  // Groups that do not divide the 64-row tile: 6 (27B) and 20 (head_dim 64).
+  run_flash_case(s, {40, 0}, {77, 33}, 24, 4, 256, DType::kBF16, 16, 630, "d256 gqa6");
+  run_flash_case(s, {9}, {40}, 40, 2, 64, DType::kF16, 16, 640, "d64 gqa20");
+}
+
+TEST(CudaFlashPrefill, HeadDim256Gqa8AndSplitKOverLongContext) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  run_flash_case(s, {0, 64}, {333, 64}, 16, 2, 256, DType::kBF16, 16, 700, "d256 gqa8");
+  // A short chunk after a long context: few CTAs, so the keys are split (split-K).
+  run_flash_case(s, {3000}, {17}, 16, 4, 256, DType::kBF16, 16, 710, "d256 chunk after 3000 keys");
+  run_flash_case(s, {5000, 2000}, {2, 64}, 32, 8, 128, DType::kF16, 16, 720,
+                 "d128 chunks after 5000 and 2000 keys");
+}
+
+TEST(CudaFlashPrefill, LongPrompt4096) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  run_flash_case(s, {0}, {4096}, 16, 4, 256, DType::kBF16, 16, 800, "d256 gqa4 4096-token prompt");
+  run_flash_case(s, {1000}, {4096}, 16, 2, 128, DType::kF16, 16, 810,
+                 "d128 gqa8 4096 tokens after 1000");
+}
+
 }  // namespace
 }  // namespace vt
