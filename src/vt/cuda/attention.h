@@ -13,6 +13,13 @@
 //     walks the request's keys in shared-memory tiles of 32 with an online softmax,
 //     and for long contexts splits the keys over several CTAs (split-K), merged by a
 //     second kernel. head_dim 64, 128 or 256; caches bf16, f16 or f32.
+//     Prefill steps take a tensor-core kernel instead (flash_prefill.cuh: mma.sync
+//     m16n8k16, 64 query rows per CTA, cp.async double-buffered K/V tiles, the same
+//     split-K merge). The rule, per step: tensor cores when q, the caches and out all
+//     have one dtype, bf16 or f16, head_dim is 64/128/256, some request has q_len > 1
+//     (by bounds.max_query_len when bounds are given), q rows are 16-byte aligned (data
+//     and strides) and out rows 4-byte aligned; otherwise the CUDA-core kernel (f32
+//     anywhere, decode-only steps, mixed dtypes).
 #pragma once
 
 #include <vector>

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "vt/cuda/attention.h"
+#include "vt/cuda/attention/flash_prefill.cuh"
 #include "vt/cuda/attention/paged_attention.cuh"
 #include "vt/cuda/check.h"
 #include "vt/cuda/stream_state.h"
@@ -50,6 +51,31 @@ void launch_for_dim(int d, const paged::Params& p, int tiles, cudaStream_t strea
   }
 }
 
+template <class T>
+void launch_flash_for_dim(int d, const paged::Params& p, int tiles, cudaStream_t stream) {
+  switch (d) {
+    case 64: return flash::launch<64, T>(p, tiles, stream);
+    case 128: return flash::launch<128, T>(p, tiles, stream);
+    default: return flash::launch<256, T>(p, tiles, stream);
+  }
+}
+
+// The rule of vt/cuda/attention.h: the tensor-core kernel takes a step when q, the
+// caches and out share a 16-bit dtype, head_dim is 64/128/256, some request has
+// q_len > 1, and q and out rows allow its 16-byte loads and 4-byte stores.
+bool use_tensor_cores(const Tensor& q, const Tensor& k_cache, const Tensor& out,
+                      int64_t max_query_len) {
+  const DType dt = k_cache.dtype();
+  const int64_t d = q.size(2);
+  const auto aligned = [](const Tensor& t, int64_t elems) {
+    return reinterpret_cast<uintptr_t>(t.data_ptr()) % uintptr_t(elems * 2) == 0 &&
+           t.stride(0) % elems == 0 && t.stride(1) % elems == 0;
+  };
+  return (dt == DType::kBF16 || dt == DType::kF16) && q.dtype() == dt && out.dtype() == dt &&
+         (d == 64 || d == 128 || d == 256) && max_query_len > 1 && aligned(q, 8) &&
+         aligned(out, 2);
+}
+
 }  // namespace
 
 void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
@@ -67,11 +93,18 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   StreamState& st = s.cuda_state();
   set_device(st);
 
+  int64_t max_query_len = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    max_query_len =
+        std::max(max_query_len, pb.query_start[size_t(b + 1)] - pb.query_start[size_t(b)]);
+  const bool tc = use_tensor_cores(q, k_cache, out, max_query_len);
+  const int cta_rows = tc ? flash::kRows : paged::kRows;
+
   // Tiles: per request, runs of tokens_per_cta tokens; a CTA covers heads_per_cta of
   // the group's query heads.
-  const int heads_per_cta = int(std::min<int64_t>(group, paged::kRows));
+  const int heads_per_cta = int(std::min<int64_t>(group, cta_rows));
   const int head_chunks = int((group + heads_per_cta - 1) / heads_per_cta);
-  const int tokens_per_cta = paged::kRows / heads_per_cta;
+  const int tokens_per_cta = cta_rows / heads_per_cta;
   std::vector<int32_t> idx;  // query_start [B+1], seq_lens [B], block_table, tiles
   idx.reserve(size_t(2 * batch + 1 + batch * pb.max_blocks));
   for (int64_t v : pb.query_start) idx.push_back(int32_t(v));
@@ -98,12 +131,16 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   // keep memory busy: aim for 8 CTAs per SM, each split at least 256 keys. (2 per SM
   // measured 22% of the copy rate at batch 64, 4K context.)
   const int64_t ctas = int64_t(num_tiles) * hkv * head_chunks;
+  // A tensor-core CTA (4x the rows, double-buffered loads, 2 CTAs per SM at head_dim
+  // 256) aims at 2 CTAs per SM and >= 512 keys per split.
+  const int64_t cta_target = (tc ? 2 : 8) * int64_t(st.num_sms), min_split = tc ? 512 : 256;
+  const int align = tc ? flash::kSplitAlign : paged::kKeys;
   int splits = 1;
-  if (ctas < 8 * st.num_sms && max_keys > 512)
-    splits = int(std::min<int64_t>((8 * st.num_sms + ctas - 1) / ctas, (max_keys + 255) / 256));
+  if (ctas < cta_target && max_keys > 2 * min_split)
+    splits = int(std::min<int64_t>((cta_target + ctas - 1) / ctas, (max_keys + min_split - 1) / min_split));
   splits = std::clamp(splits, 1, 128);
   int split_keys = int((max_keys + splits - 1) / splits);
-  split_keys = std::max(paged::kKeys, (split_keys + paged::kKeys - 1) / paged::kKeys * paged::kKeys);
+  split_keys = std::max(align, (split_keys + align - 1) / align * align);
   splits = int((max_keys + split_keys - 1) / split_keys);
   splits = std::max(splits, 1);
 
@@ -141,10 +178,16 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
     p.ws_acc = ws;
     p.ws_ml = ws + acc_floats;
   }
-  switch (k_cache.dtype()) {
-    case DType::kBF16: launch_for_dim<__nv_bfloat16>(int(d), p, num_tiles, st.stream); break;
-    case DType::kF16: launch_for_dim<__half>(int(d), p, num_tiles, st.stream); break;
-    default: launch_for_dim<float>(int(d), p, num_tiles, st.stream); break;
+  if (tc && k_cache.dtype() == DType::kBF16) {
+    launch_flash_for_dim<__nv_bfloat16>(int(d), p, num_tiles, st.stream);
+  } else if (tc) {
+    launch_flash_for_dim<__half>(int(d), p, num_tiles, st.stream);
+  } else {
+    switch (k_cache.dtype()) {
+      case DType::kBF16: launch_for_dim<__nv_bfloat16>(int(d), p, num_tiles, st.stream); break;
+      case DType::kF16: launch_for_dim<__half>(int(d), p, num_tiles, st.stream); break;
+      default: launch_for_dim<float>(int(d), p, num_tiles, st.stream); break;
+    }
   }
   if (splits > 1) {
     const int64_t rows = T * hq;
