@@ -3,7 +3,8 @@
 // after warm-up, on random (never zero) data. Prints the bytes or FLOPs counted
 // before writing the kernel, the achieved rate, and the fraction of the H200
 // ceilings measured on this workplace's machine: ~4.3 TB/s copy (read + write), ~790
-// TFLOP/s dense bf16. The first rows re-measure the copy ceiling in this run.
+// TFLOP/s dense bf16 (~67 TFLOP/s f32 on CUDA cores, the datasheet's, for the rows
+// that say so). The first rows re-measure the copy ceiling in this run.
 //
 //   cuda_kernels_bench            (needs a GPU; exits 0 with a note without one)
 #include <cuda_runtime.h>
@@ -28,7 +29,7 @@
 
 namespace {
 
-constexpr double kCopyTBs = 4.3, kBf16TFlops = 790.0;
+constexpr double kCopyTBs = 4.3, kBf16TFlops = 790.0, kF32TFlops = 67.0;
 
 vt::Stream* g_gpu = nullptr;
 vt::Stream g_cpu(vt::Device::cpu());
@@ -82,10 +83,13 @@ double time_ms(const std::function<void()>& fn) {
   return ms[ms.size() / 2];
 }
 
-void row(const std::string& name, double ms, double bytes, double flops) {
+// `tflops_ceiling`: the FLOP/s ceiling the row's fraction is of (bf16 tensor cores unless
+// the row says otherwise).
+void row(const std::string& name, double ms, double bytes, double flops,
+         double tflops_ceiling = kBf16TFlops) {
   const double gbs = bytes / ms / 1e6, tfs = flops / ms / 1e9;
   std::printf("%-58s %9.3f ms %8.0f GB/s %5.1f%% %8.1f TFLOP/s %5.1f%%\n", name.c_str(), ms, gbs,
-              100.0 * gbs / (kCopyTBs * 1000), tfs, 100.0 * tfs / kBf16TFlops);
+              100.0 * gbs / (kCopyTBs * 1000), tfs, 100.0 * tfs / tflops_ceiling);
 }
 
 vt::Tensor i32(const std::vector<int32_t>& v) {
@@ -163,7 +167,15 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
       ms, bytes, flops);
 }
 
-void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv) {
+// The GDN delta rule of B requests of tokens_each tokens. recurrent: the token loop
+// (decode), FLOPs 4 Dk Dv per token and head. chunked: the two kernels of
+// cuda/gdn/delta_rule_chunked.cuh, FLOPs per (chunk of 64, head) as they run them:
+// chunk_wy 2 x 64^2 Dk x 2 (K K^T, Q K^T) + 64 x 63 / 2 x (Dk + Dv) x 2 (the solve);
+// chunk_scan 128 Dk Dv x 2 ([W; q] S) + 288 x 8 Dv x 2 (P U', to the warp's diagonal
+// block) + 64 Dk Dv x 2 (the state update); their fraction is of the ~67 TFLOP/s f32
+// CUDA-core peak. Bytes: q, k, v read, out written, the state read and written once
+// (the chunked form's scratch traffic, ~80 KB per chunk and head, not counted).
+void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv, bool chunked) {
   const int64_t dk = 128, dv = 128, T = B * tokens_each;
   vt::Tensor q = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f), k = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f, 2);
   vt::Tensor v = rand_gpu({T, hv, dv}, vt::DType::kBF16, 1, 3), out = rand_gpu({T, hv, dv}, vt::DType::kBF16);
@@ -176,13 +188,20 @@ void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv) {
   }
   vt::Tensor qt = i32(qsl), st = i32(slots);
   const double ms = time_ms([&] {
-    vt::gated_delta_rule_recurrent(*g_gpu, q, k, v, g, beta, 0.088f, qt, state, st, out);
+    if (chunked)
+      vt::gated_delta_rule_chunked(*g_gpu, q, k, v, g, beta, 0.088f, qt, state, st, out);
+    else
+      vt::gated_delta_rule_recurrent(*g_gpu, q, k, v, g, beta, 0.088f, qt, state, st, out);
   });
   const double bytes = double(B * hv * dk * dv) * 4 * 2 + double(T) * double(2 * hk * dk + 2 * hv * dv) * 2;
-  const double flops = 4.0 * double(T * hv * dk * dv);
-  row("gated_delta_rule B=" + std::to_string(B) + " tokens=" + std::to_string(tokens_each) +
-          " Hk/Hv=" + std::to_string(hk) + "/" + std::to_string(hv) + " 128x128 f32 state",
-      ms, bytes, flops);
+  const double chunks = double(B * ((tokens_each + 63) / 64)), c = 64;
+  const double per_chunk_head = 2 * c * c * dk * 2 + c * (c - 1) / 2 * (dk + dv) * 2 +
+                                2 * c * dk * dv * 2 + 288.0 * 8 * dv * 2 + c * dk * dv * 2;
+  const double flops = chunked ? chunks * double(hv) * per_chunk_head : 4.0 * double(T * hv * dk * dv);
+  row(std::string(chunked ? "gdn chunked" : "gdn recurrent") + " B=" + std::to_string(B) +
+          " tokens=" + std::to_string(tokens_each) + " Hk/Hv=" + std::to_string(hk) + "/" +
+          std::to_string(hv) + (chunked ? " (% of f32 67)" : ""),
+      ms, bytes, flops, chunked ? kF32TFlops : kBf16TFlops);
 }
 
 }  // namespace
@@ -210,8 +229,13 @@ int main() {
   bench_attention(1, 4096, 512, 16, 4, 256);  // a chunk after a 4K prefix
   bench_attention(1, 0, 4096, 32, 8, 128);    // Qwen3-style head_dim 128
   bench_attention(1, 0, 4096, 16, 4, 256, vt::DType::kF32);
-  bench_gdn(64, 1, 16, 48);                   // decode step, 64 requests
-  bench_gdn(256, 1, 16, 48);
-  bench_gdn(1, 4096, 16, 48);                 // prefill of a 4K prompt (token recurrence)
+  bench_gdn(64, 1, 16, 48, false);            // decode step, 64 requests
+  bench_gdn(256, 1, 16, 48, false);
+  bench_gdn(1, 4096, 16, 48, false);          // prefill by the token loop (the old path)
+  for (int64_t hv : {32, 48}) {               // prefill by chunks: 35B (Hv 32), 27B (Hv 48)
+    bench_gdn(1, 512, 16, hv, true);
+    bench_gdn(1, 4096, 16, hv, true);
+    bench_gdn(8, 512, 16, hv, true);
+  }
   return 0;
 }

@@ -1,7 +1,8 @@
 // The CUDA Gated DeltaNet ops against their CPU twins at Qwen3.5 sizes: conv_dim
 // 10240 (27B), GDN states 128 x 128 with Hv 48 (27B, 16 key heads) and 32 (35B),
 // requests mixing a decode step, a prefill from an existing state and a fresh prompt
-// that spans several chunks of 64. Skipped without a GPU.
+// that spans several chunks of 64, and a prefill batch up to 4096 tokens for the
+// chunked kernels against both CPU forms. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include "cuda_compare.h"
@@ -107,6 +108,58 @@ TEST(CudaGdn, DeltaRuleChunkedMatchesCpuChunked) {
   Streams s;
   delta_case(s, 16, 48, true, DType::kBF16, 700);
   delta_case(s, 16, 32, true, DType::kF32, 710);
+  delta_case(s, 2, 6, true, DType::kF32, 720, 32);  // Dk 32 zero-padded to the 128 tiles
+}
+
+// The CUDA chunked form (cuda/gdn/delta_rule_chunked.cuh) on one prefill-sized batch
+// against the CPU chunked form AND the CPU token recurrence: lengths 1 (the in-kernel
+// recurrence), 63, 64, 65 (partial, whole, one past a chunk), 200 and 4096, every slot
+// starting from a random state, slots out of order with gaps (untouched slots must
+// stay as they were), q and k strided views of one [T, 2 Hk, 128] buffer. At Hv 48 the
+// 72 chunks exceed one pass's scratch (68), so the 4096-token request continues from
+// the state the first pass left in its slot.
+void chunked_prefill_case(Streams& s, int64_t hk, int64_t hv, DType io, uint64_t seed) {
+  const int64_t dk = 128, dv = 128, slots = 11;
+  const std::vector<int32_t> qsl{0, 1, 64, 128, 193, 393, 393 + 4096}, slot{5, 0, 9, 3, 7, 1};
+  const int64_t T = qsl.back();
+  Tensor qk_raw = randn({T, 2 * hk, dk}, DType::kF32, 1.0, seed), qk = Tensor::empty({T, 2 * hk, dk}, io);
+  l2_normalize(s.cpu, qk_raw, 1e-6f, qk);
+  const Tensor q = qk.slice(1, 0, hk), k = qk.slice(1, hk, 2 * hk);
+  Tensor v = randn({T, hv, dv}, io, 1.0, seed + 2);
+  Tensor g = uniform({T, hv}, -0.7f, -0.01f, seed + 3), beta = uniform({T, hv}, 0.05f, 0.95f, seed + 4);
+  Tensor st_chunked = randn({slots, hv, dk, dv}, DType::kF32, 0.5, seed + 5);
+  Tensor st_recurrent = randn({slots, hv, dk, dv}, DType::kF32, 0.5, seed + 5);  // same values
+  Tensor st_g = s.up(st_chunked);
+  const float scale = 1.0f / std::sqrt(float(dk));
+  Tensor out_chunked = Tensor::empty({T, hv, dv}, io), out_recurrent = Tensor::empty({T, hv, dv}, io);
+  Tensor out_g = poisoned_gpu(s, {T, hv, dv}, io);
+  gated_delta_rule_chunked(s.cpu, q, k, v, g, beta, scale, i32(qsl), st_chunked, i32(slot),
+                           out_chunked);
+  gated_delta_rule_recurrent(s.cpu, q, k, v, g, beta, scale, i32(qsl), st_recurrent, i32(slot),
+                             out_recurrent);
+  const Tensor qk_g = s.up(qk);
+  gated_delta_rule_chunked(s.gpu, qk_g.slice(1, 0, hk), qk_g.slice(1, hk, 2 * hk), s.up(v), s.up(g),
+                           s.up(beta), scale, i32(qsl), st_g, i32(slot), out_g);
+  const std::string what = "chunked prefill Hk " + std::to_string(hk) + " Hv " +
+                           std::to_string(hv) + " " + dtype_name(io);
+  // f32 arithmetic on both sides, in other orders and (against the recurrence) another
+  // algorithm: rel 1e-4 + 1e-4 x rms on out and state (a CPU thread emulation of the
+  // kernels stayed below 0.03 of this against a double recurrence); a bf16 out may
+  // land one bf16 ulp apart.
+  const double out_rel = io == DType::kF32 ? 1e-4 : kBf16Rel;
+  expect_close(s, out_chunked, out_g, out_rel, 1e-4, what + ": out vs CPU chunked");
+  expect_close(s, st_chunked, st_g, 1e-4, 1e-4, what + ": state vs CPU chunked");
+  expect_close(s, out_recurrent, out_g, out_rel, 1e-4, what + ": out vs CPU recurrent");
+  expect_close(s, st_recurrent, st_g, 1e-4, 1e-4, what + ": state vs CPU recurrent");
+}
+
+TEST(CudaGdn, DeltaRuleChunkedPrefillMatchesCpuBothForms) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  chunked_prefill_case(s, 16, 32, DType::kF32, 800);   // 35B shape, one pass
+  chunked_prefill_case(s, 16, 48, DType::kBF16, 810);  // 27B shape, two passes
+  chunked_prefill_case(s, 16, 48, DType::kF32, 820);
+  chunked_prefill_case(s, 16, 32, DType::kBF16, 830);
 }
 
 }  // namespace
