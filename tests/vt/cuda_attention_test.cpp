@@ -195,7 +195,8 @@ void run_flash_case(Streams& s, const std::vector<int64_t>& ctx, const std::vect
   Tensor kc = randn({num_blocks, block_size, hkv, d}, dt, 1.0, seed + 1);
   Tensor vc = randn({num_blocks, block_size, hkv, d}, dt, 1.0, seed + 2);
   Tensor kc_g = s.up(kc), vc_g = s.up(vc);
-  Tensor k = randn({bt.tokens, hkv, d}, dt, 1.0, seed + 3), v = randn({bt.tokens, hkv, d}, dt, 1.0, seed + 4);
+  Tensor k = randn({bt.tokens, hkv, d}, dt, 1.0, seed + 3);
+  Tensor v = randn({bt.tokens, hkv, d}, dt, 1.0, seed + 4);
   kv_cache_write(s.cpu, k, v, bt.slot_mapping, kc, vc);
   kv_cache_write(s.gpu, s.up(k), s.up(v), bt.slot_mapping, kc_g, vc_g);
   Tensor qbig = randn({bt.tokens, hq, d + 32}, dt, 1.0, seed + 5);

@@ -92,15 +92,15 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
 }
 
 // c += a . b for one m16n8k16 tile (A row-major 16x16, B 16x8 "col", f32 C).
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                    uint32_t b1, __nv_bfloat16) {
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                    __nv_bfloat16) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
       "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                    uint32_t b1, __half) {
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                    __half) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
       "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -132,7 +132,9 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
 
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int quad_row = lane / 4, quad_col = 2 * (lane % 4);  // C-fragment coordinates
-  const int tile = blockIdx.x, split = blockIdx.z;
+  // Tiles run last first: a request's later tokens see the most keys, so the longest
+  // CTAs start first and the short ones fill the tail.
+  const int tile = gridDim.x - 1 - blockIdx.x, split = blockIdx.z;
   const int g = blockIdx.y / p.head_chunks, head0 = (blockIdx.y % p.head_chunks) * p.heads_per_cta;
   const int b = p.tiles[3 * tile], t0 = p.tiles[3 * tile + 1], nt = p.tiles[3 * tile + 2];
   if (nt <= 0) return;  // an empty tile of a launch shaped by bounds (device indices)
@@ -150,7 +152,8 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
 
   for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8, h = row_head(r);
-    const T* src = h < 0 ? q : q + int64_t(t0 + r / p.heads_per_cta) * p.q_t + int64_t(h) * p.q_h + col;
+    const T* src =
+        h < 0 ? q : q + int64_t(t0 + r / p.heads_per_cta) * p.q_t + int64_t(h) * p.q_h + col;
     cp_async16(smem_addr(q_tile + swz<D>(r, col)), src, h >= 0);
   }
 
@@ -163,6 +166,8 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
     row_t[i] = t0 + r / p.heads_per_cta;
     row_keys[i] = row_h[i] < 0 ? 0 : ctx + (row_t[i] - q_begin) + 1;
   }
+  // A warp whose 16 rows are all unused (short requests) only helps with the copies.
+  const bool warp_live = __any_sync(0xffffffffu, row_h[0] >= 0 || row_h[1] >= 0);
   // Keys of this split; every used row sees the first token's keys, so only tiles
   // reaching past them are masked.
   const int tile_key_end = ctx + (t0 + nt - 1 - q_begin) + 1;
@@ -186,8 +191,9 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
       const bool valid = key < k_end;
       int64_t off = 0;
       if (valid)
-        off = (int64_t(blocks[key / p.block_size]) * p.block_size + key % p.block_size) * cache_row +
-              int64_t(g) * D + col;
+        off =
+            (int64_t(blocks[key / p.block_size]) * p.block_size + key % p.block_size) * cache_row +
+            int64_t(g) * D + col;
       cp_async16(smem_addr(kd + swz<D>(j, col)), kc + off, valid);
       cp_async16(smem_addr(vd + swz<D>(j, col)), vc + off, valid);
     }
@@ -211,77 +217,79 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
       cp_async_wait<0>();
     }
     __syncthreads();  // tile it (and the query rows) visible to every warp
-
-    // S = Q K^T for the warp's 16 rows and the tile's keys.
-    const T* ks = k_tile + stage * kKeys * D;
-    float s[kKeys / 8][4];
+    if (warp_live) {
+      // S = Q K^T for the warp's 16 rows and the tile's keys.
+      const T* ks = k_tile + stage * kKeys * D;
+      float s[kKeys / 8][4];
 #pragma unroll
-    for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+      for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t a[4];
-      ldmatrix_x4(a, smem_addr(q_tile + swz<D>(warp * 16 + lane % 16, kk * 16 + 8 * (lane / 16))));
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t a[4];
+        ldmatrix_x4(a,
+                    smem_addr(q_tile + swz<D>(warp * 16 + lane % 16, kk * 16 + 8 * (lane / 16))));
 #pragma unroll
-      for (int n2 = 0; n2 < kKeys / 16; ++n2) {
-        uint32_t bk[4];
-        ldmatrix_x4(bk, smem_addr(ks + swz<D>(n2 * 16 + lane % 8 + 8 * (lane / 16),
-                                               kk * 16 + 8 * ((lane / 8) % 2))));
-        mma(s[2 * n2], a, bk[0], bk[1], T());
-        mma(s[2 * n2 + 1], a, bk[2], bk[3], T());
-      }
-    }
-
-    // Online softmax in base 2; s becomes p.
-    const bool masked = kt + kKeys > unmasked_end;
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float mx = m[i];
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x = s[n][2 * i + e] * p.scale_log2;
-          if (masked && kt + n * 8 + quad_col + e >= limit[i]) x = -INFINITY;
-          s[n][2 * i + e] = x;
-          mx = fmaxf(mx, x);
+        for (int n2 = 0; n2 < kKeys / 16; ++n2) {
+          uint32_t bk[4];
+          ldmatrix_x4(bk, smem_addr(ks + swz<D>(n2 * 16 + lane % 8 + 8 * (lane / 16),
+                                                kk * 16 + 8 * ((lane / 8) % 2))));
+          mma(s[2 * n2], a, bk[0], bk[1], T());
+          mma(s[2 * n2 + 1], a, bk[2], bk[3], T());
         }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // A row with no visible key yet keeps m = -inf and contributes nothing.
-      const float corr = mx == -INFINITY ? 1.0f : exp2f(m[i] - mx);
-      float sum = 0.0f;
-#pragma unroll
-      for (int n = 0; n < kKeys / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float pr = mx == -INFINITY ? 0.0f : exp2f(s[n][2 * i + e] - mx);
-          sum += pr;
-          s[n][2 * i + e] = pr;
-        }
-      l[i] = l[i] * corr + sum;  // this thread's keys only; the quad is summed at the end
-      m[i] = mx;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        acc[n][2 * i] *= corr;
-        acc[n][2 * i + 1] *= corr;
       }
-    }
 
-    // O += P V: P (rounded to T: vt/ops/attention.h) as A, V as B via ldmatrix.trans.
-    const T* vs = v_tile + stage * kKeys * D;
+      // Online softmax in base 2; s becomes p.
+      const bool masked = kt + kKeys > unmasked_end;
 #pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
-      const uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1], T()),
-                             pack2(s[2 * kk][2], s[2 * kk][3], T()),
-                             pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], T()),
-                             pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], T())};
+      for (int i = 0; i < 2; ++i) {
+        float mx = m[i];
 #pragma unroll
-      for (int n2 = 0; n2 < D / 16; ++n2) {
-        uint32_t bv[4];
-        ldmatrix_x4_trans(bv, smem_addr(vs + swz<D>(kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
-                                                     n2 * 16 + 8 * (lane / 16))));
-        mma(acc[2 * n2], a, bv[0], bv[1], T());
-        mma(acc[2 * n2 + 1], a, bv[2], bv[3], T());
+        for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float x = s[n][2 * i + e] * p.scale_log2;
+            if (masked && kt + n * 8 + quad_col + e >= limit[i]) x = -INFINITY;
+            s[n][2 * i + e] = x;
+            mx = fmaxf(mx, x);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // A row with no visible key yet keeps m = -inf and contributes nothing.
+        const float corr = mx == -INFINITY ? 1.0f : exp2f(m[i] - mx);
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float pr = mx == -INFINITY ? 0.0f : exp2f(s[n][2 * i + e] - mx);
+            sum += pr;
+            s[n][2 * i + e] = pr;
+          }
+        l[i] = l[i] * corr + sum;  // this thread's keys only; the quad is summed at the end
+        m[i] = mx;
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          acc[n][2 * i] *= corr;
+          acc[n][2 * i + 1] *= corr;
+        }
+      }
+
+      // O += P V: P (rounded to T: vt/ops/attention.h) as A, V as B via ldmatrix.trans.
+      const T* vs = v_tile + stage * kKeys * D;
+#pragma unroll
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
+        const uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1], T()),
+                               pack2(s[2 * kk][2], s[2 * kk][3], T()),
+                               pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], T()),
+                               pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], T())};
+#pragma unroll
+        for (int n2 = 0; n2 < D / 16; ++n2) {
+          uint32_t bv[4];
+          ldmatrix_x4_trans(bv, smem_addr(vs + swz<D>(kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
+                                                      n2 * 16 + 8 * (lane / 16))));
+          mma(acc[2 * n2], a, bv[0], bv[1], T());
+          mma(acc[2 * n2 + 1], a, bv[2], bv[3], T());
+        }
       }
     }
     __syncthreads();  // every warp is done with this stage before it is refilled
@@ -305,7 +313,8 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
       float* wa = p.ws_acc + row * D;
 #pragma unroll
       for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<float2*>(wa + n * 8 + quad_col) = make_float2(acc[n][2 * i], acc[n][2 * i + 1]);
+        *reinterpret_cast<float2*>(wa + n * 8 + quad_col) =
+            make_float2(acc[n][2 * i], acc[n][2 * i + 1]);
       if (lane % 4 == 0) {
         p.ws_ml[row * 2] = m[i];
         p.ws_ml[row * 2 + 1] = l[i];
