@@ -137,7 +137,8 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   const int align = tc ? flash::kSplitAlign : paged::kKeys;
   int splits = 1;
   if (ctas < cta_target && max_keys > 2 * min_split)
-    splits = int(std::min<int64_t>((cta_target + ctas - 1) / ctas, (max_keys + min_split - 1) / min_split));
+    splits = int(std::min<int64_t>((cta_target + ctas - 1) / ctas,
+                                   (max_keys + min_split - 1) / min_split));
   splits = std::clamp(splits, 1, 128);
   int split_keys = int((max_keys + splits - 1) / splits);
   split_keys = std::max(align, (split_keys + align - 1) / align * align);
