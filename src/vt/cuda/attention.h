@@ -1,6 +1,7 @@
 // CUDA arms of vt/ops/attention.h and vt/ops/attn_preamble.h (no CUDA headers).
-// Arguments arrive validated by the op entry points; index tensors arrive read into
-// host vectors and are uploaded with the op (vt/cuda/stream_state.h).
+// Arguments arrive validated by the op entry points; index tensors arrive either read
+// into host vectors (uploaded with the op, vt/cuda/stream_state.h) or as trusted
+// device pointers (vt/ops/indices.h).
 //
 // Kernels (cuda/attention/):
 //   attn_qk_norm_rope_gate: one warp per (token, head) work item (Hq query heads, then
@@ -36,7 +37,7 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
                             const Tensor& cos_sin, const Tensor& q_out, const Tensor& k_out,
                             const Tensor& gate_out);
 
-void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const std::vector<int64_t>& slots,
+void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const SlotMapping& slots,
                     const Tensor& k_cache, const Tensor& v_cache);
 
 void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

@@ -1,6 +1,7 @@
 // CUDA arms of vt/ops/gdn.h (no CUDA headers; defined in cuda/gdn/). Arguments arrive
-// validated; the request layout arrives read into host vectors and is uploaded with
-// the op. gated_rms_norm's arm is in vt/cuda/norm.h.
+// validated; the request layout arrives read into host vectors (uploaded with the op)
+// or as trusted device pointers (Varlen::on_device(), vt/ops/indices.h).
+// gated_rms_norm's arm is in vt/cuda/norm.h.
 //
 //   causal_conv1d_silu: one thread per (token, channel); the window's earlier rows
 //     come from x or, before the request's first token, from its state slot; a second

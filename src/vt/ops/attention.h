@@ -7,8 +7,9 @@
 // kv_cache_write(s, k, v, slot_mapping, k_cache, v_cache):
 //   k_cache[slot_mapping[t]] = k[t], v_cache[slot_mapping[t]] = v[t] for each token t.
 //   k, v [T, Hkv, D] (head_dim stride 1, other strides free); slot_mapping [T] i64 on
-//   the CPU; a slot of -1 skips the token (padding, as vLLM); any other slot must be
-//   in [0, num_blocks * block_size) (checked, naming the token). Values are converted
+//   the CPU, or contiguous on the stream's device (trusted: vt/ops/indices.h); a slot of
+//   -1 skips the token (padding, as vLLM); any other slot must be in
+//   [0, num_blocks * block_size) (checked on the host, naming the token). Values are converted
 //   to the cache dtype (one rounding when it is narrower).
 //
 // paged_attention(s, q, k_cache, v_cache, query_start_loc, seq_lens, block_table, scale, out):
@@ -21,8 +22,15 @@
 //   h / (Hq / Hkv) (consecutive groups, as PyTorch's repeat_interleave / enable_gqa).
 //   out[t, h] = softmax(scale * q[t, h] . K^T) . V.
 //   q, out [T, Hq, D] (head_dim stride 1, other strides free), out must not overlap q;
-//   query_start_loc [B + 1], seq_lens [B], block_table [B, max_blocks] i32 on the CPU,
-//   block_table contiguous.
+//   query_start_loc [B + 1], seq_lens [B], block_table [B, max_blocks] i32, block_table
+//   contiguous; all on the CPU (validated), or all contiguous on the stream's device
+//   (trusted, vt/ops/indices.h), which requires `bounds`.
+//   bounds (optional with host indices): host upper bounds of the batch, B <= batch,
+//   every q_len <= max_query_len, every seq_len <= max_seq_len (checked for host
+//   indices). When given, the CUDA launch shape (tiles per request, split-K count) is a
+//   function of the bounds and the shapes alone, never of the values: a CUDA graph
+//   captured for bounds serves any batch within them, and an eager call with the same
+//   bounds rounds exactly as the replay. The CPU arm ignores them.
 //   Dtypes: q, out, caches in {f32, bf16, f16}.
 //   Numerics: q . k dot products, the max-subtracted softmax and the weighted sum of V
 //   in f32 (CPU: the two-pass softmax of a reference; CUDA: online over key tiles); one
@@ -39,11 +47,21 @@
 
 namespace vt {
 
+// Host-side upper bounds of a paged_attention batch (see above); undefined (all 0) when
+// the launch shape may follow the values.
+struct AttentionBounds {
+  int64_t batch = 0;
+  int64_t max_query_len = 0;
+  int64_t max_seq_len = 0;
+  bool defined() const { return batch > 0 && max_query_len > 0 && max_seq_len > 0; }
+};
+
 void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
                     Tensor& k_cache, Tensor& v_cache);
 
 void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                      const Tensor& query_start_loc, const Tensor& seq_lens,
-                     const Tensor& block_table, float scale, Tensor& out);
+                     const Tensor& block_table, float scale, Tensor& out,
+                     const AttentionBounds& bounds = {});
 
 }  // namespace vt

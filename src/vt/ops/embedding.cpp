@@ -24,17 +24,16 @@ void embedding(Stream& s, const Tensor& table, const Tensor& ids, Tensor& out) {
   Rows tr = rows_view(table, op, "table"), outr = rows_view(out, op, "out");
   if (s.device().is_cpu()) return cpu::embedding(s, tr, ids, outr);
 #if VTLLM_WITH_CUDA
-  // Every id is checked before anything is written; ids on the device are read back for
-  // the check (a wait for the stream), so a runner keeps its ids on the host.
-  const Tensor host_ids = ids.device().is_cpu() ? ids : to_device(s, ids, Device::cpu());
-  for (int64_t t = 0; t < host_ids.size(0); ++t) {
-    const int64_t id = host_ids.dtype() == DType::kI32
-                           ? int64_t(host_ids.data<int32_t>()[t * host_ids.stride(0)])
-                           : host_ids.data<int64_t>()[t * host_ids.stride(0)];
-    VT_CHECK(id >= 0 && id < tr.rows, op, ": ids[", t, "] = ", id, " is outside the table's ",
-             tr.rows, " rows");
-  }
-  cuda::embedding(s, tr, host_ids, outr);
+  // Host ids are checked before anything is written; device ids are trusted
+  // (vt/ops/indices.h): reading them back would wait for the stream.
+  if (ids.device().is_cpu())
+    for (int64_t t = 0; t < ids.size(0); ++t) {
+      const int64_t id = ids.dtype() == DType::kI32 ? int64_t(ids.data<int32_t>()[t * ids.stride(0)])
+                                                    : ids.data<int64_t>()[t * ids.stride(0)];
+      VT_CHECK(id >= 0 && id < tr.rows, op, ": ids[", t, "] = ", id, " is outside the table's ",
+               tr.rows, " rows");
+    }
+  cuda::embedding(s, tr, ids, outr);
 #else
   no_backend(op, s.device());
 #endif

@@ -52,7 +52,7 @@ Varlen delta_checks(const char* op, Stream& s, const Tensor& q, const Tensor& k,
   for (const Tensor* in : {&q, &k, &v, &g, &beta})
     expect_no_alias(*in, state, op, "an input");
   expect_device(s, op, {&q, &k, &v, &g, &beta, &state, &out});
-  return read_varlen(qsl, slots, T, state.size(0), op);
+  return read_varlen(s, qsl, slots, T, state.size(0), op);
 }
 
 }  // namespace
@@ -79,7 +79,7 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tenso
   expect_no_alias(conv_state, out, op, "conv_state");
   expect_no_alias(x, conv_state, op, "x");
   expect_device(s, op, {&x, &w, &conv_state, &out});
-  const Varlen req = read_varlen(query_start_loc, state_slots, T, conv_state.size(0), op);
+  const Varlen req = read_varlen(s, query_start_loc, state_slots, T, conv_state.size(0), op);
   if (s.device().is_cpu()) return cpu::causal_conv1d_silu(s, x, w, req, conv_state, out);
 #if VTLLM_WITH_CUDA
   cuda::causal_conv1d_silu(s, x, w, req, conv_state, out);

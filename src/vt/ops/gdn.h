@@ -3,8 +3,10 @@
 // and keeps its state in slot state_slots[b] of the state tensors. The state of a
 // slot is read as the initial state and overwritten with the final one; a new
 // sequence starts from a zero slot (the caller zeroes it). Index tensors
-// (query_start_loc [B + 1], state_slots [B]) are i32 on the CPU; every slot must be in
-// range (checked) and no two requests of one call may share a slot.
+// (query_start_loc [B + 1], state_slots [B]) are i32, both on the CPU (every slot must be
+// in range, checked, and no two requests of one call may share a slot) or both
+// contiguous on the stream's device (trusted, the same rules held by the caller; see
+// vt/ops/indices.h). Launch shapes follow the tensor shapes (T, B) only.
 //
 // causal_conv1d_silu(s, x, w, query_start_loc, conv_state, state_slots, out)
 //   Depthwise causal conv (kernel K, no bias) then SiLU, per channel c:

@@ -41,6 +41,20 @@ __global__ void __launch_bounds__(kCombineWarps* kWarp)
   }
 }
 
+// Device-index form: tile i covers request i / per_req, tokens [q0 + j * tpc, +tpc) of
+// it with j = i % per_req, clipped to the request's real query length (0: empty tile).
+__global__ void tiles_kernel(const int32_t* query_start, int batch, int per_req, int tpc,
+                             int32_t* tiles) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= batch * per_req) return;
+  const int b = i / per_req, j = i % per_req;
+  const int q0 = query_start[b], q1 = query_start[b + 1];
+  const int t = q0 + j * tpc;
+  tiles[3 * i] = b;
+  tiles[3 * i + 1] = t;
+  tiles[3 * i + 2] = max(0, min(tpc, q1 - t));
+}
+
 template <class T>
 void launch_for_dim(int d, const paged::Params& p, int tiles, cudaStream_t stream) {
   switch (d) {
@@ -93,10 +107,12 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   StreamState& st = s.cuda_state();
   set_device(st);
 
-  int64_t max_query_len = 0;
-  for (int64_t b = 0; b < batch; ++b)
-    max_query_len =
-        std::max(max_query_len, pb.query_start[size_t(b + 1)] - pb.query_start[size_t(b)]);
+  // Kernel: by the bounds when given, so a graph and an eager call agree.
+  int64_t max_query_len = pb.bounds.max_query_len;
+  if (!pb.bounds.defined())
+    for (int64_t b = 0; b < batch; ++b)
+      max_query_len =
+          std::max(max_query_len, pb.query_start[size_t(b + 1)] - pb.query_start[size_t(b)]);
   const bool tc = use_tensor_cores(q, k_cache, out, max_query_len);
   const int cta_rows = tc ? flash::kRows : paged::kRows;
 
@@ -105,23 +121,31 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   const int heads_per_cta = int(std::min<int64_t>(group, cta_rows));
   const int head_chunks = int((group + heads_per_cta - 1) / heads_per_cta);
   const int tokens_per_cta = cta_rows / heads_per_cta;
+  // Host form: the tiles follow the query lengths and the indices travel with them in
+  // one upload. Device form: per_req tiles per request from the bounds, filled on the
+  // device (tiles_kernel); empty ones exit at once.
   std::vector<int32_t> idx;  // query_start [B+1], seq_lens [B], block_table, tiles
-  idx.reserve(size_t(2 * batch + 1 + batch * pb.max_blocks));
-  for (int64_t v : pb.query_start) idx.push_back(int32_t(v));
-  for (int64_t v : pb.seq_lens) idx.push_back(int32_t(v));
-  idx.insert(idx.end(), pb.block_table, pb.block_table + batch * pb.max_blocks);
-  const size_t tiles_at = idx.size();
-  int64_t max_keys = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t q0 = pb.query_start[size_t(b)], q1 = pb.query_start[size_t(b + 1)];
-    if (q1 > q0) max_keys = std::max(max_keys, pb.seq_lens[size_t(b)]);
-    for (int64_t t = q0; t < q1; t += tokens_per_cta) {
-      idx.push_back(int32_t(b));
-      idx.push_back(int32_t(t));
-      idx.push_back(int32_t(std::min<int64_t>(tokens_per_cta, q1 - t)));
+  size_t tiles_at = 0;
+  int64_t max_keys = 0, tiles64 = 0;
+  if (!pb.on_device()) {
+    idx.reserve(size_t(2 * batch + 1 + batch * pb.max_blocks));
+    for (int64_t v : pb.query_start) idx.push_back(int32_t(v));
+    for (int64_t v : pb.seq_lens) idx.push_back(int32_t(v));
+    idx.insert(idx.end(), pb.block_table, pb.block_table + batch * pb.max_blocks);
+    tiles_at = idx.size();
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t q0 = pb.query_start[size_t(b)], q1 = pb.query_start[size_t(b + 1)];
+      if (q1 > q0) max_keys = std::max(max_keys, pb.seq_lens[size_t(b)]);
+      for (int64_t t = q0; t < q1; t += tokens_per_cta) {
+        idx.push_back(int32_t(b));
+        idx.push_back(int32_t(t));
+        idx.push_back(int32_t(std::min<int64_t>(tokens_per_cta, q1 - t)));
+      }
     }
+    tiles64 = int64_t(idx.size() - tiles_at) / 3;
+  } else {
+    tiles64 = batch * ((pb.bounds.max_query_len + tokens_per_cta - 1) / tokens_per_cta);
   }
-  const int64_t tiles64 = int64_t(idx.size() - tiles_at) / 3;
   if (tiles64 == 0) return;
   VT_CHECK(tiles64 < int64_t(0x7fffffff), "paged_attention (CUDA): too many tiles");
   const int num_tiles = int(tiles64);
@@ -129,8 +153,14 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   // Split-K when the grid is small and contexts are long. A CTA loads a K/V tile, then
   // computes on it (no double buffering yet), so an SM needs several CTAs in flight to
   // keep memory busy: aim for 8 CTAs per SM, each split at least 256 keys. (2 per SM
-  // measured 22% of the copy rate at batch 64, 4K context.)
-  const int64_t ctas = int64_t(num_tiles) * hkv * head_chunks;
+  // measured 22% of the copy rate at batch 64, 4K context.) With bounds, the choice
+  // sees only the bounds (vt/ops/attention.h), so a graph and an eager call agree.
+  int64_t ctas = int64_t(num_tiles) * hkv * head_chunks;
+  if (pb.bounds.defined()) {
+    max_keys = pb.bounds.max_seq_len;
+    ctas = pb.bounds.batch * ((pb.bounds.max_query_len + tokens_per_cta - 1) / tokens_per_cta) *
+           hkv * head_chunks;
+  }
   // A tensor-core CTA (4x the rows, double-buffered loads, 2 CTAs per SM at head_dim
   // 256) aims at 2 CTAs per SM and >= 512 keys per split.
   const int64_t cta_target = (tc ? 2 : 8) * int64_t(st.num_sms), min_split = tc ? 512 : 256;
@@ -145,7 +175,22 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   splits = int((max_keys + split_keys - 1) / split_keys);
   splits = std::max(splits, 1);
 
-  const int32_t* d_idx = upload_indices(st, idx);
+  const int32_t *d_qs = pb.d_query_start, *d_sl = pb.d_seq_lens, *d_bt = pb.d_block_table;
+  const int32_t* d_tiles = nullptr;
+  if (!pb.on_device()) {
+    const int32_t* d_idx = upload_indices(st, idx);
+    d_qs = d_idx;
+    d_sl = d_idx + batch + 1;
+    d_bt = d_idx + 2 * batch + 1;
+    d_tiles = d_idx + tiles_at;
+  } else {
+    int32_t* t = static_cast<int32_t*>(scratch(st, kIndexScratch, size_t(num_tiles) * 3 * 4));
+    const int per_req = int(num_tiles / batch);
+    tiles_kernel<<<unsigned((num_tiles + 127) / 128), 128, 0, st.stream>>>(
+        d_qs, int(batch), per_req, tokens_per_cta, t);
+    VT_CUDA_CHECK_LAUNCH("paged attention tiles_kernel");
+    d_tiles = t;
+  }
   paged::Params p{};
   p.q = q.data_ptr();
   p.q_dtype = q.dtype();
@@ -157,10 +202,10 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   p.out_dtype = out.dtype();
   p.out_t = out.stride(0);
   p.out_h = out.stride(1);
-  p.query_start = d_idx;
-  p.seq_lens = d_idx + batch + 1;
-  p.block_table = d_idx + 2 * batch + 1;
-  p.tiles = d_idx + tiles_at;
+  p.query_start = d_qs;
+  p.seq_lens = d_sl;
+  p.block_table = d_bt;
+  p.tiles = d_tiles;
   p.max_blocks = int(pb.max_blocks);
   p.block_size = int(k_cache.size(1));
   p.tokens = int(T);

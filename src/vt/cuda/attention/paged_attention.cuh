@@ -85,6 +85,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
   const int tile = blockIdx.x, split = blockIdx.z;
   const int g = blockIdx.y / p.head_chunks, head0 = (blockIdx.y % p.head_chunks) * p.heads_per_cta;
   const int b = p.tiles[3 * tile], t0 = p.tiles[3 * tile + 1], nt = p.tiles[3 * tile + 2];
+  if (nt <= 0) return;  // an empty tile of a launch shaped by bounds (device indices)
   const int q_begin = p.query_start[b], q_len = p.query_start[b + 1] - q_begin;
   const int ctx = p.seq_lens[b] - q_len;  // keys before the request's first query token
 

@@ -174,13 +174,13 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
   VT_CUDA_CHECK_LAUNCH("preamble_kernel");
 }
 
-void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const std::vector<int64_t>& slots,
+void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const SlotMapping& slots,
                     const Tensor& k_cache, const Tensor& v_cache) {
   const int64_t T = k.size(0);
   if (T == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
-  const int64_t* d_slots = upload_indices(st, slots);
+  const int64_t* d_slots = slots.on_device() ? slots.device : upload_indices(st, slots.host);
   const unsigned blocks = unsigned(std::min<int64_t>(T, 65535));
   cache_write_kernel<<<blocks, kCacheWriteThreads, 0, st.stream>>>(
       k.data_ptr(), k.dtype(), k.stride(0), k.stride(1), v.data_ptr(), v.dtype(), v.stride(0),

@@ -72,6 +72,13 @@ __global__ void __launch_bounds__(kThreads)
   beta[i] = 1.0f / (1.0f + expf(-load_f32(bb, bdt, t * b_row + h)));
 }
 
+// Device-index form: req_of[t] = b for the tokens of request b (one thread per request).
+__global__ void req_of_kernel(const int32_t* start, int batch, int32_t* req_of) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  for (int t = start[b]; t < start[b + 1]; ++t) req_of[t] = b;
+}
+
 }  // namespace
 
 void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varlen& req,
@@ -82,24 +89,35 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varle
   if (B == 0 || C == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
-  std::vector<int32_t> idx;  // start [B+1], slot [B], req_of [T]
-  for (int64_t v : req.start) idx.push_back(int32_t(v));
-  for (int64_t v : req.slot) idx.push_back(int32_t(v));
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = req.start[size_t(b)]; t < req.start[size_t(b + 1)]; ++t)
-      idx.push_back(int32_t(b));
-  const int32_t* d = upload_indices(st, idx);
+  const int32_t *d_start = req.d_start, *d_slot = req.d_slot, *d_req_of = nullptr;
+  if (!req.on_device()) {
+    std::vector<int32_t> idx;  // start [B+1], slot [B], req_of [T]
+    for (int64_t v : req.start) idx.push_back(int32_t(v));
+    for (int64_t v : req.slot) idx.push_back(int32_t(v));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = req.start[size_t(b)]; t < req.start[size_t(b + 1)]; ++t)
+        idx.push_back(int32_t(b));
+    const int32_t* d = upload_indices(st, idx);
+    d_start = d;
+    d_slot = d + B + 1;
+    d_req_of = d + 2 * B + 1;
+  } else if (T > 0) {
+    int32_t* r = static_cast<int32_t*>(scratch(st, kIndexScratch, size_t(T) * 4));
+    req_of_kernel<<<unsigned((B + 127) / 128), 128, 0, st.stream>>>(d_start, int(B), r);
+    VT_CUDA_CHECK_LAUNCH("req_of_kernel");
+    d_req_of = r;
+  }
   const unsigned cblocks = unsigned((C + kThreads - 1) / kThreads);
   if (T > 0) {
     conv_kernel<<<dim3(cblocks, unsigned(std::min<int64_t>(T, 65535))), kThreads, 0, st.stream>>>(
         x.data_ptr(), x.dtype(), x.stride(0), w.data_ptr(), w.dtype(), int(K),
-        conv_state.data<float>(), d, d + B + 1, d + 2 * B + 1, out.data_ptr(), out.dtype(), T, C);
+        conv_state.data<float>(), d_start, d_slot, d_req_of, out.data_ptr(), out.dtype(), T, C);
     VT_CUDA_CHECK_LAUNCH("conv_kernel");
   }
   VT_CHECK(B <= 65535, "causal_conv1d_silu (CUDA): ", B, " requests exceed the grid");
   if (K > 1) {
     conv_state_kernel<<<dim3(cblocks, unsigned(B)), kThreads, 0, st.stream>>>(
-        x.data_ptr(), x.dtype(), x.stride(0), int(K), conv_state.data<float>(), d, d + B + 1, C);
+        x.data_ptr(), x.dtype(), x.stride(0), int(K), conv_state.data<float>(), d_start, d_slot, C);
     VT_CUDA_CHECK_LAUNCH("conv_state_kernel");
   }
 }
