@@ -180,22 +180,24 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
   const int32_t* blocks = p.block_table + int64_t(b) * p.max_blocks;
+  // Thread x copies 16-byte chunk x % kChunks of keys x / kChunks + i * kKeyStep; the
+  // block of its first key takes one division per tile, the rest walk forward.
+  constexpr int kKeyStep = kThreads / kChunks;
+  static_assert(kThreads % kChunks == 0 && kKeys % kKeyStep == 0, "whole chunks per thread");
+  const int first_key = threadIdx.x / kChunks, col = (threadIdx.x % kChunks) * 8;
   auto load_kv = [&](int kt, int stage) {
     T* kd = k_tile + stage * kKeys * D;
     T* vd = v_tile + stage * kKeys * D;
-    static_assert(kKeys * kChunks % kThreads == 0, "whole chunks per thread");
+    int blk = (kt + first_key) / p.block_size, in_blk = (kt + first_key) - blk * p.block_size;
 #pragma unroll
-    for (int i = 0; i < kKeys * kChunks / kThreads; ++i) {
-      const int c = threadIdx.x + i * kThreads;
-      const int j = c / kChunks, col = (c % kChunks) * 8, key = kt + j;
-      const bool valid = key < k_end;
+    for (int j = first_key; j < kKeys; j += kKeyStep) {
+      const bool valid = kt + j < k_end;
       int64_t off = 0;
       if (valid)
-        off =
-            (int64_t(blocks[key / p.block_size]) * p.block_size + key % p.block_size) * cache_row +
-            int64_t(g) * D + col;
+        off = (int64_t(blocks[blk]) * p.block_size + in_blk) * cache_row + int64_t(g) * D + col;
       cp_async16(smem_addr(kd + swz<D>(j, col)), kc + off, valid);
       cp_async16(smem_addr(vd + swz<D>(j, col)), vc + off, valid);
+      for (in_blk += kKeyStep; in_blk >= p.block_size; in_blk -= p.block_size) ++blk;
     }
   };
 
