@@ -25,6 +25,14 @@ void StreamStateDeleter::operator()(StreamState*) const noexcept {}
 StreamStatePtr create_stream_state(int) { no_cuda("CUDA stream creation"); }
 void synchronize(StreamState&) { no_cuda("CUDA synchronize"); }
 void memcpy_async(StreamState&, void*, const void*, size_t) { no_cuda("CUDA memcpy"); }
+void GraphExecDeleter::operator()(GraphExec*) const noexcept {}
+void begin_capture(StreamState&) { no_cuda("CUDA graph capture"); }
+GraphExecPtr end_capture(StreamState&) { no_cuda("CUDA graph capture"); }
+void abort_capture(StreamState&) noexcept {}
+bool capturing(const StreamState&) { return false; }
+void replay(StreamState&, GraphExec&) { no_cuda("CUDA graph replay"); }
+size_t graph_pool_bytes(int) { return 0; }
+void release_graph_pool(int) {}
 
 }  // namespace vt::cuda
 

@@ -31,6 +31,13 @@ void Stream::synchronize() {
   if (cuda_) cuda::synchronize(*cuda_);
 }
 
+void Stream::begin_capture() { cuda::begin_capture(cuda_state()); }
+cuda::GraphExecPtr Stream::end_capture() { return cuda::end_capture(cuda_state()); }
+void Stream::abort_capture() noexcept {
+  if (cuda_) cuda::abort_capture(*cuda_);
+}
+void Stream::replay(cuda::GraphExec& graph) { cuda::replay(cuda_state(), graph); }
+
 cuda::StreamState& Stream::cuda_state() {
   VT_CHECK(cuda_, "Stream::cuda_state on a ", device_.str(), " stream");
   return *cuda_;

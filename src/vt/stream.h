@@ -43,6 +43,16 @@ class Stream {
   // Waits for all work issued on this stream (a no-op on the CPU).
   void synchronize();
 
+  // CUDA graphs (CUDA streams only; the contract, graph memory pool included, is in
+  // vt/cuda/api.h): between begin_capture and end_capture the ops issued on this stream
+  // are recorded, not run; replay runs the recorded work again on this stream, reading
+  // whatever its (fixed-address) input buffers hold then. abort_capture ends a capture
+  // that failed, leaving the stream usable.
+  void begin_capture();
+  cuda::GraphExecPtr end_capture();
+  void abort_capture() noexcept;
+  void replay(cuda::GraphExec& graph);
+
   // The CUDA state; throws on a CPU stream. For CUDA op arms.
   cuda::StreamState& cuda_state();
 

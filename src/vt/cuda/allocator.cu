@@ -50,6 +50,11 @@ struct PendingBlock {
 
 struct DevicePool {
   std::multimap<size_t, void*> free_blocks;  // size -> block, idle on every stream
+  // The graph pool (vt/cuda/api.h): blocks handed out while a capture is open; they
+  // come back here whenever released and leave only through release_graph_pool.
+  int open_captures = 0;
+  std::multimap<size_t, void*> graph_free;
+  size_t graph_bytes = 0;  // every block of the graph pool, free or not
   std::vector<PendingBlock> pending;         // released, waiting for events
   std::vector<cudaStream_t> streams;         // live vt streams on the device
   std::vector<cudaEvent_t> spare_events;
@@ -75,6 +80,7 @@ class CachingAllocator {
     {
       std::lock_guard lock(mu_);
       DevicePool& pool = pools_[size_t(device)];
+      if (pool.open_captures > 0) return allocate_graph(pool, device, want);
       if (!pool.pending.empty()) collect_pending(pool);
       auto it = want < kMaxCachedBytes ? pool.free_blocks.lower_bound(want)
                                        : pool.free_blocks.end();
@@ -93,6 +99,33 @@ class CachingAllocator {
           std::max(pool.stats.peak_in_use_bytes, pool.stats.in_use_bytes);
     }
     return std::shared_ptr<void>(p, [this, device, got](void* q) { release(device, q, got); });
+  }
+
+  void begin_graph(int device) {
+    std::lock_guard lock(mu_);
+    ++pool(device, "begin_graph_pool").open_captures;
+  }
+  void end_graph(int device) noexcept {
+    std::lock_guard lock(mu_);
+    if (device >= 0 && device < int(pools_.size()) && pools_[size_t(device)].open_captures > 0)
+      --pools_[size_t(device)].open_captures;
+  }
+  size_t graph_bytes(int device) {
+    std::lock_guard lock(mu_);
+    return pool(device, "graph_pool_bytes").graph_bytes;
+  }
+  void release_graph(int device) {
+    std::lock_guard lock(mu_);
+    DevicePool& p = pool(device, "release_graph_pool");
+    VT_CHECK(p.open_captures == 0, "release_graph_pool: a capture is open on cuda:", device);
+    VT_CUDA_CHECK(cudaSetDevice(device));
+    VT_CUDA_CHECK(cudaDeviceSynchronize());
+    for (auto& [size, q] : p.graph_free) {
+      VT_CUDA_CHECK(cudaFree(q));
+      ++p.stats.num_device_frees;
+      p.graph_bytes -= size;
+    }
+    p.graph_free.clear();
   }
 
   AllocatorStats stats(int device) {
@@ -175,6 +208,34 @@ class CachingAllocator {
     }
     ++pool.stats.num_device_mallocs;
     return p;
+  }
+
+  // A block of the graph pool (mu_ held): any size is kept, a free one serves a
+  // request up to reuse_limit; new ones are cudaMalloc'd (legal in a relaxed capture).
+  std::shared_ptr<void> allocate_graph(DevicePool& pool, int device, size_t want) {
+    void* p = nullptr;
+    size_t got = want;
+    auto it = pool.graph_free.lower_bound(want);
+    if (it != pool.graph_free.end() && it->first <= reuse_limit(want)) {
+      got = it->first;
+      p = it->second;
+      pool.graph_free.erase(it);
+      ++pool.stats.num_reuses;
+    } else {
+      p = device_malloc(pool, device, want);
+      pool.graph_bytes += want;
+    }
+    ++pool.stats.num_allocs;
+    pool.stats.in_use_bytes += got;
+    pool.stats.peak_in_use_bytes = std::max(pool.stats.peak_in_use_bytes, pool.stats.in_use_bytes);
+    return std::shared_ptr<void>(p, [this, device, got](void* q) { release_graph_block(device, q, got); });
+  }
+
+  void release_graph_block(int device, void* p, size_t size) noexcept {
+    std::lock_guard lock(mu_);
+    DevicePool& pool = pools_[size_t(device)];
+    pool.stats.in_use_bytes -= size;
+    pool.graph_free.emplace(size, p);
   }
 
   // Called from the tensor's deleter: cannot throw.
@@ -276,5 +337,9 @@ void register_stream(int device, cudaStream_t stream) {
 void unregister_stream(int device, cudaStream_t stream) noexcept {
   CachingAllocator::instance().unregister_stream(device, stream);
 }
+void begin_graph_pool(int device) { CachingAllocator::instance().begin_graph(device); }
+void end_graph_pool(int device) noexcept { CachingAllocator::instance().end_graph(device); }
+size_t graph_pool_bytes(int device) { return CachingAllocator::instance().graph_bytes(device); }
+void release_graph_pool(int device) { CachingAllocator::instance().release_graph(device); }
 
 }  // namespace vt::cuda

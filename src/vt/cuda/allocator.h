@@ -17,4 +17,9 @@ namespace vt::cuda {
 void register_stream(int device, cudaStream_t stream);
 void unregister_stream(int device, cudaStream_t stream) noexcept;
 
+// A graph capture on `device` opens / closes (vt/cuda/graph.cu): while one is open,
+// allocations on the device come from its graph pool (contract: vt/cuda/api.h).
+void begin_graph_pool(int device);
+void end_graph_pool(int device) noexcept;
+
 }  // namespace vt::cuda

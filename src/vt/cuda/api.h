@@ -54,6 +54,36 @@ using StreamStatePtr = std::unique_ptr<StreamState, StreamStateDeleter>;
 StreamStatePtr create_stream_state(int device);
 void synchronize(StreamState& s);
 
+// CUDA graphs (vt/cuda/graph.cu). begin_capture starts recording the stream's work
+// (cudaStreamCaptureModeRelaxed): ops issued on it are recorded, not run, until
+// end_capture returns the instantiated graph. While a capture is open, every
+// allocation on the device comes from the device's graph pool, whose blocks never go
+// back to the general cache or to CUDA until release_graph_pool: a graph keeps
+// writing the blocks its capture used, at every replay. Graphs of one device share
+// the pool (a block freed during one capture may serve the next), which is safe
+// while they replay one at a time on one stream and each graph's outputs stay
+// referenced by their tensors. Host-to-device uploads through the staging ring are
+// refused while capturing (the ring's bytes would be read at replay): ops inside a
+// capture take device index tensors (vt/ops/indices.h). Op scratch buffers that a
+// graph saw are retired instead of freed when they grow, so the pointers stay valid.
+struct GraphExec;
+struct GraphExecDeleter {
+  void operator()(GraphExec* g) const noexcept;
+};
+using GraphExecPtr = std::unique_ptr<GraphExec, GraphExecDeleter>;
+void begin_capture(StreamState& s);
+// Ends the capture; on failure (an op threw, an illegal call) ends it anyway and throws.
+GraphExecPtr end_capture(StreamState& s);
+// Abandons an open capture (after an exception), leaving the stream usable.
+void abort_capture(StreamState& s) noexcept;
+bool capturing(const StreamState& s);
+void replay(StreamState& s, GraphExec& g);
+// Bytes the graph pool of `device` holds (in use by graph outputs and free for the
+// next capture); what graphs cost beyond their outputs.
+size_t graph_pool_bytes(int device);
+// Frees the pool's free blocks (every graph using them destroyed first).
+void release_graph_pool(int device);
+
 // Asynchronous copy of `bytes` on the stream; either side may be host memory, which
 // may be freed on return. A host-to-device copy of up to 1 MiB from pageable memory
 // goes through the stream's pinned staging ring (vt/cuda/host_staging.h) and does

@@ -43,7 +43,10 @@ void* scratch(StreamState& s, ScratchSlot slot, size_t bytes) {
   bytes = std::max<size_t>(bytes, 256);
   if (s.scratch_bytes[slot] >= bytes) return s.scratch[slot];
   set_device(s);
-  if (s.scratch[slot]) VT_CUDA_CHECK(cudaFree(s.scratch[slot]));  // waits for the device
+  if (s.scratch[slot] && s.scratch_pinned)
+    s.retired_scratch.push_back(s.scratch[slot]);  // a graph may still point at it
+  else if (s.scratch[slot])
+    VT_CUDA_CHECK(cudaFree(s.scratch[slot]));  // waits for the device
   s.scratch[slot] = nullptr;
   s.scratch_bytes[slot] = 0;
   const size_t grown = std::max(bytes, size_t(1) << 20);
@@ -62,6 +65,7 @@ void StreamStateDeleter::operator()(StreamState* s) const noexcept {
   if (s->workspace) cudaFree(s->workspace);
   for (void* p : s->scratch)
     if (p) cudaFree(p);
+  for (void* p : s->retired_scratch) cudaFree(p);
   destroy_gemm_plans(s->gemm_plans);
   if (s->cublaslt) cublasLtDestroy(s->cublaslt);
   if (s->stream) cudaStreamDestroy(s->stream);
@@ -110,8 +114,15 @@ bool is_device(const void* p) {
 }
 }  // namespace
 
+void refuse_upload_in_capture(const StreamState& s, const char* what) {
+  VT_THROW("CUDA graph capture on cuda:", s.device, ": ", what,
+           " would be copied from host memory inside the graph; pass them on the device "
+           "(vt/ops/indices.h)");
+}
+
 void memcpy_async(StreamState& s, void* dst, const void* src, size_t bytes) {
   set_device(s);
+  if (s.capturing && !is_device(src)) refuse_upload_in_capture(s, "a host buffer");
   if (bytes > 0 && bytes <= kStagedCopyMax && is_pageable_host(src) && is_device(dst)) {
     s.staging.copy_to_device(dst, src, bytes, s.stream);
     return;

@@ -34,6 +34,12 @@ struct StreamState {
   GemmPlans* gemm_plans = nullptr;
   HostStaging staging;  // pinned ring for host-to-device uploads
   int num_sms = 0;  // multiprocessors of `device`, for grid heuristics
+  // CUDA graphs (vt/cuda/graph.cu): a capture is open on the stream; scratch buffers
+  // have been seen by a capture, so growing one retires the old buffer (kept until the
+  // stream goes) instead of freeing it under a graph that still points at it.
+  bool capturing = false;
+  bool scratch_pinned = false;
+  std::vector<void*> retired_scratch;
 };
 
 // Makes `s.device` current on this thread (ops may be called from any thread).
@@ -48,9 +54,12 @@ void* scratch(StreamState& s, ScratchSlot slot, size_t bytes);
 // Copies host `data` into the index scratch, ordered on the stream, and returns the
 // device copy. The bytes pass through the stream's pinned staging ring, so the call
 // does not wait for the device and `data` may be freed right after. The stream's
-// device must be current (set_device).
+// device must be current (set_device). Throws while a graph capture is open (the ring
+// would be read at replay, long after it was reused): pass device indices instead.
+void refuse_upload_in_capture(const StreamState& s, const char* what);
 template <class T>
 const T* upload_indices(StreamState& s, const std::vector<T>& data) {
+  if (s.capturing) refuse_upload_in_capture(s, "an op's host index tensors");
   void* d = scratch(s, kIndexScratch, data.size() * sizeof(T));
   s.staging.copy_to_device(d, data.data(), data.size() * sizeof(T), s.stream);
   return static_cast<const T*>(d);
