@@ -162,5 +162,31 @@ TEST(CudaGdn, DeltaRuleChunkedPrefillMatchesCpuBothForms) {
   chunked_prefill_case(s, 16, 32, DType::kBF16, 830);
 }
 
+// Device-resident indices (vt/ops/indices.h) size the chunked kernels' launches from a
+// bound instead of the exact chunk count; the chunks, passes and arithmetic are the
+// same, so out and state must be byte-equal to the host-index call (Hv 48: two passes).
+TEST(CudaGdn, DeltaRuleChunkedDeviceIndicesMatchHost) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t hk = 16, hv = 48, d = 128, slots = 11;
+  const std::vector<int32_t> qsl{0, 1, 64, 128, 193, 393, 393 + 4096}, slot{5, 0, 9, 3, 7, 1};
+  const int64_t T = qsl.back();
+  Tensor qk_raw = randn({T, 2 * hk, d}, DType::kF32, 1.0, 900), qk = Tensor::empty({T, 2 * hk, d}, DType::kBF16);
+  l2_normalize(s.cpu, qk_raw, 1e-6f, qk);
+  const Tensor qk_g = s.up(qk), q = qk_g.slice(1, 0, hk), k = qk_g.slice(1, hk, 2 * hk);
+  const Tensor v = s.up(randn({T, hv, d}, DType::kBF16, 1.0, 902));
+  const Tensor g = s.up(uniform({T, hv}, -0.7f, -0.01f, 903));
+  const Tensor beta = s.up(uniform({T, hv}, 0.05f, 0.95f, 904));
+  const Tensor st = randn({slots, hv, d, d}, DType::kF32, 0.5, 905);
+  Tensor st_host = s.up(st), st_dev = s.up(st);
+  Tensor y_host = poisoned_gpu(s, {T, hv, d}, DType::kBF16), y_dev = poisoned_gpu(s, {T, hv, d}, DType::kBF16);
+  const float scale = 1.0f / std::sqrt(float(d));
+  gated_delta_rule_chunked(s.gpu, q, k, v, g, beta, scale, i32(qsl), st_host, i32(slot), y_host);
+  gated_delta_rule_chunked(s.gpu, q, k, v, g, beta, scale, s.up(i32(qsl)), st_dev, s.up(i32(slot)),
+                           y_dev);
+  expect_close(s, s.down(y_host), y_dev, 0, 0, "chunked out, device vs host indices");
+  expect_close(s, s.down(st_host), st_dev, 0, 0, "chunked state, device vs host indices");
+}
+
 }  // namespace
 }  // namespace vt

@@ -19,10 +19,12 @@
 //     a first kernel per (chunk, value head) solves the chunk's unit lower-triangular
 //     system into the stream's work scratch; a second per (request, value head, 32
 //     columns) runs the chunks in order from the slot's state. Requests shorter than
-//     16 tokens run the token recurrence inside the second kernel. Needs Dk, Dv <=
-//     128 (zero-padded) and host indices; otherwise it runs gated_delta_rule. Scratch
-//     up to 256 MiB (a call needing more runs as several passes); the same math as
-//     the recurrence to f32 rounding.
+//     16 tokens run the token recurrence inside the second kernel. Dk, Dv <= 128
+//     (zero-padded; wider heads run gated_delta_rule). Host or device indices: a
+//     device kernel numbers the chunks, and launch shapes come from a bound on their
+//     count (exact with host indices, T / 64 + min(B, T / 16) with device ones). Work
+//     scratch up to ~256 MiB; a call with more chunks runs as several passes. The same
+//     math as the recurrence to f32 rounding.
 #pragma once
 
 #include "vt/ops/args.h"

@@ -1,6 +1,6 @@
 // chunk_scan (delta_rule_chunked.cuh): the state pass, one CTA of 8 warps per
 // (32-column slice, value head, request), lane = value column. The [Dk, 32] f32 state
-// slice lives in shared memory for the whole request; per chunk:
+// slice lives in shared memory over the request's chunks of the pass; per chunk:
 //   stage   W and q rows into m_s (one [128, Dk] tile), P, the slice of U, gam;
 //   R       = [W; q] S: warp w holds W rows 8w..8w+7 and q rows 8w..8w+7 (the same
 //           tokens, so the output step below is balanced), m_s read as float4
@@ -102,9 +102,13 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_scan_kernel(Params p) {
   const int col = blockIdx.x * kCols + lane;
   const bool active = col < p.dv;
   float* state_g = p.state + (int64_t(p.slot[b]) * p.hv + h) * p.dk * p.dv;
-  const int c_begin = p.first_chunk[b], c_end = p.first_chunk[b + 1];
-  if (c_begin == c_end) {
-    if (p.token_len[b] > 0) token_recurrence(p, p.token_t0[b], p.token_len[b], state_g, m_s, p_s);
+  const int owned_begin = p.first_chunk[b], owned_end = p.first_chunk[b + 1];
+  const int c_begin = max(owned_begin, p.pass_begin);
+  const int c_end = min(owned_end, p.pass_begin + p.pass_chunks);
+  if (c_begin >= c_end) {
+    const int t0 = p.start[b], len = p.start[b + 1] - t0;
+    if (owned_begin == owned_end && p.pass_begin == 0 && len > 0)  // short: first pass
+      token_recurrence(p, t0, len, state_g, m_s, p_s);
     return;
   }
   const int d0 = warp * kStateRowsPerWarp;  // this thread's state rows, column `lane`
@@ -229,11 +233,11 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_scan_kernel(Params p) {
 
 }  // namespace
 
-void launch_chunk_scan(const Params& p, int num_requests, cudaStream_t stream) {
+void launch_chunk_scan(const Params& p, cudaStream_t stream) {
   constexpr int smem = kSmemFloats * int(sizeof(float));
   VT_CUDA_CHECK(
       cudaFuncSetAttribute(chunk_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const dim3 grid(unsigned((p.dv + kCols - 1) / kCols), unsigned(p.hv), unsigned(num_requests));
+  const dim3 grid(unsigned((p.dv + kCols - 1) / kCols), unsigned(p.hv), unsigned(p.batch));
   chunk_scan_kernel<<<grid, kThreads, smem, stream>>>(p);
   VT_CUDA_CHECK_LAUNCH("chunk_scan_kernel");
 }

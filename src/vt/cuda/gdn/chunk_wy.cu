@@ -1,5 +1,6 @@
 // chunk_wy (delta_rule_chunked.cuh): the state-free part of a chunk, one CTA of 256
-// threads per (chunk, value head).
+// threads per (chunk of the pass, value head); CTAs past the call's chunk count (the
+// pass was sized by a bound) exit.
 //   1. k and scale*q of the chunk's key head into shared memory (zero past the chunk
 //      and past dk), g and beta; gam by a serial prefix sum (the CPU's order).
 //   2. The Gram tiles K K^T and Q K^T together: thread (ty, tx) of a 16 x 16 grid
@@ -32,7 +33,8 @@ __global__ void __launch_bounds__(kThreads) chunk_wy_kernel(Params p) {
   float* gam_s = l_s + kChunk * kChunk;  // [kChunk]
   float* beta_s = gam_s + kChunk;        // [kChunk], zero past the chunk
   const int tid = threadIdx.x, h = blockIdx.y;
-  const int64_t chunk = blockIdx.x;
+  const int chunk = p.pass_begin + int(blockIdx.x);
+  if (chunk >= p.first_chunk[p.batch]) return;  // the pass was sized by a bound
   const int t0 = p.chunk_t0[chunk], n = p.chunk_len[chunk], hk = h / p.ratio;
   float* scr = chunk_scratch(p, chunk, h);
 
@@ -127,11 +129,11 @@ __global__ void __launch_bounds__(kThreads) chunk_wy_kernel(Params p) {
 
 }  // namespace
 
-void launch_chunk_wy(const Params& p, int num_chunks, cudaStream_t stream) {
+void launch_chunk_wy(const Params& p, cudaStream_t stream) {
   constexpr int smem = kSmemFloats * int(sizeof(float));
   VT_CUDA_CHECK(
       cudaFuncSetAttribute(chunk_wy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  chunk_wy_kernel<<<dim3(unsigned(num_chunks), unsigned(p.hv)), kThreads, smem, stream>>>(p);
+  chunk_wy_kernel<<<dim3(unsigned(p.pass_chunks), unsigned(p.hv)), kThreads, smem, stream>>>(p);
   VT_CUDA_CHECK_LAUNCH("chunk_wy_kernel");
 }
 

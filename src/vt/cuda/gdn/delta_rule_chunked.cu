@@ -1,11 +1,13 @@
-// CUDA chunked gated delta rule (vt/cuda/gdn.h): cuts the requests into chunks of 64
-// tokens, groups them into passes whose scratch fits kMaxScratchBytes, and runs
-// chunk_wy then chunk_scan per pass (the kernels: delta_rule_chunked.cuh).
+// CUDA chunked gated delta rule (vt/cuda/gdn.h): chunk_table numbers the chunks on
+// the device, then chunk_wy and chunk_scan run per pass (the kernels and the pass
+// layout: delta_rule_chunked.cuh).
 //
-// A request longer than a pass continues in the next one: its slot holds the state
-// the previous pass's chunk_scan wrote, and the passes are ordered on the stream.
-// The index upload and the work scratch are reused by the next pass for the same
-// reason (vt/cuda/stream_state.h).
+// Launch shapes come from a bound on the chunk count, never from index values read
+// back: with host indices the exact count (summed here), with device indices
+// T / 64 + min(B, T / 16) (each chunked request adds at most one partial chunk, and
+// has at least kMinChunkedTokens tokens). A pass past the real count is CTAs that exit.
+// Passes are ordered on the stream; a request cut by a pass continues from the state
+// the previous pass wrote to its slot.
 #include <algorithm>
 #include <vector>
 
@@ -16,99 +18,112 @@
 
 namespace vt::cuda {
 
+namespace gdn_chunk {
 namespace {
-
-using namespace gdn_chunk;
 
 // The work scratch one pass may use: 64 chunks (4096 tokens) of Hv 48 fit.
 constexpr int64_t kMaxScratchBytes = int64_t(256) << 20;
+constexpr int kTableThreads = 1024;
 
-// The requests and chunks of one pass, in the layout Params points at.
-struct Pass {
-  std::vector<int32_t> slot, first_chunk, token_t0, token_len, chunk_t0, chunk_len;
-  int64_t open_request = -1;  // the request whose chunks are being appended
-  int num_chunks() const { return int(chunk_t0.size()); }
-  int num_requests() const { return int(slot.size()); }
-  void add_request(int64_t request, int64_t slot_of, int64_t t0, int64_t short_len) {
-    slot.push_back(int32_t(slot_of));
-    first_chunk.push_back(int32_t(chunk_t0.size()));
-    token_t0.push_back(int32_t(t0));
-    token_len.push_back(int32_t(short_len));
-    open_request = request;
-  }
-  void add_chunk(int64_t request, int64_t slot_of, int64_t t0, int64_t len) {
-    if (request != open_request) add_request(request, slot_of, t0, 0);
-    chunk_t0.push_back(int32_t(t0));
-    chunk_len.push_back(int32_t(len));
-  }
-};
+__device__ int chunks_of(const Params& p, int b) {
+  const int len = p.start[b + 1] - p.start[b];
+  return len >= kMinChunkedTokens ? (len + kChunk - 1) / kChunk : 0;
+}
 
-void run_pass(StreamState& st, Params p, Pass& pass) {
-  const int B = pass.num_requests(), nc = pass.num_chunks();
-  if (B == 0) return;
-  pass.first_chunk.push_back(nc);
-  std::vector<int32_t> idx;
-  idx.reserve(size_t(B) * 4 + 1 + size_t(nc) * 2);
-  for (const auto* v : {&pass.slot, &pass.first_chunk, &pass.token_t0, &pass.token_len,
-                        &pass.chunk_t0, &pass.chunk_len})
-    idx.insert(idx.end(), v->begin(), v->end());
-  const int32_t* d = upload_indices(st, idx);
-  p.slot = d;
-  p.first_chunk = p.slot + B;
-  p.token_t0 = p.first_chunk + B + 1;
-  p.token_len = p.token_t0 + B;
-  p.chunk_t0 = p.token_len + B;
-  p.chunk_len = p.chunk_t0 + nc;
-  if (nc > 0) {
-    p.work = static_cast<float*>(scratch(
-        st, kWorkScratch, size_t(nc) * size_t(p.hv) * size_t(kScratchFloats) * sizeof(float)));
-    launch_chunk_wy(p, nc, st.stream);
+// One CTA: thread i takes a run of requests, a block scan of the runs' chunk counts
+// gives each run its first chunk, and the run writes its chunks' entries.
+__global__ void __launch_bounds__(kTableThreads) chunk_table_kernel(Params p) {
+  __shared__ int32_t runs[kTableThreads];
+  const int tid = threadIdx.x, per = (p.batch + kTableThreads - 1) / kTableThreads;
+  const int b0 = min(p.batch, tid * per), b1 = min(p.batch, b0 + per);
+  int own = 0;
+  for (int b = b0; b < b1; ++b) own += chunks_of(p, b);
+  runs[tid] = own;
+  __syncthreads();
+  for (int off = 1; off < kTableThreads; off <<= 1) {  // inclusive scan
+    const int add = tid >= off ? runs[tid - off] : 0;
+    __syncthreads();
+    runs[tid] += add;
+    __syncthreads();
   }
-  launch_chunk_scan(p, B, st.stream);
-  pass = Pass{};
+  int at = runs[tid] - own;
+  for (int b = b0; b < b1; ++b) {
+    p.first_chunk[b] = at;
+    const int n = chunks_of(p, b), t0 = p.start[b], end = p.start[b + 1];
+    for (int j = 0; j < n; ++j, ++at) {
+      p.chunk_t0[at] = t0 + j * kChunk;
+      p.chunk_len[at] = min(kChunk, end - t0 - j * kChunk);
+    }
+  }
+  if (tid == kTableThreads - 1) p.first_chunk[p.batch] = runs[tid];
+}
+
+// Runs the call from request starts and slots on the device; max_chunks bounds the
+// number of chunks (exact or not).
+void run(StreamState& st, Params p, const int32_t* start, const int32_t* slot, int64_t B,
+         int64_t max_chunks) {
+  p.start = start;
+  p.slot = slot;
+  p.batch = int(B);
+  const int64_t chunk_bytes = p.hv * kScratchFloats * int64_t(sizeof(float));
+  const int64_t pass_chunks =
+      std::min(max_chunks, std::max<int64_t>(1, kMaxScratchBytes / chunk_bytes));
+  // The table, then the pass's chunks (16-byte aligned for chunk_scan's float4 loads).
+  const int64_t table_ints = (B + 1 + 2 * max_chunks + 3) / 4 * 4;
+  char* base = static_cast<char*>(scratch(
+      st, kWorkScratch, size_t(table_ints) * 4 + size_t(pass_chunks * chunk_bytes)));
+  p.first_chunk = reinterpret_cast<int32_t*>(base);
+  p.chunk_t0 = p.first_chunk + B + 1;
+  p.chunk_len = p.chunk_t0 + max_chunks;
+  p.work = reinterpret_cast<float*>(base + table_ints * 4);
+  chunk_table_kernel<<<1, kTableThreads, 0, st.stream>>>(p);
+  VT_CUDA_CHECK_LAUNCH("chunk_table_kernel");
+  int64_t begin = 0;
+  do {  // at least one pass: it runs the short requests
+    p.pass_begin = int(begin);
+    p.pass_chunks = int(std::min(pass_chunks, max_chunks - begin));
+    if (p.pass_chunks > 0) launch_chunk_wy(p, st.stream);
+    launch_chunk_scan(p, st.stream);
+    begin += pass_chunks;
+  } while (begin < max_chunks);
 }
 
 }  // namespace
+}  // namespace gdn_chunk
 
 void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
                               const Tensor& state, const Tensor& out) {
-  const int64_t B = req.batch(), hv = v.size(1), dk = q.size(2), dv = v.size(2);
-  if (B == 0 || hv == 0 || dv == 0) return;
-  // Device-resident indices (vt/ops/indices.h) leave the host vectors empty; the chunk
-  // table is built from host values, so such a call runs the token recurrence.
-  if (req.start.empty()) return gated_delta_rule(s, q, k, v, g, beta, scale, req, state, out);
+  using namespace gdn_chunk;
+  const int64_t B = req.batch(), T = q.size(0), hv = v.size(1), dk = q.size(2), dv = v.size(2);
+  if (B == 0 || T == 0 || hv == 0 || dv == 0) return;
   if (dk > kDK || dv > kDV)  // wider heads than the tiles: the token recurrence
     return gated_delta_rule(s, q, k, v, g, beta, scale, req, state, out);
-  VT_CHECK(hv <= 65535, "gated_delta_rule_chunked (CUDA): grid too large");
-  VT_CHECK(req.start.back() < (int64_t(1) << 31), "gated_delta_rule_chunked (CUDA): ",
-           req.start.back(), " tokens exceed i32 indices");
+  VT_CHECK(hv <= 65535 && B <= 65535, "gated_delta_rule_chunked (CUDA): grid too large");
+  VT_CHECK(T < (int64_t(1) << 31), "gated_delta_rule_chunked (CUDA): ", T,
+           " tokens exceed i32 indices");
   StreamState& st = s.cuda_state();
   set_device(st);
   const Params p{q.data_ptr(),   q.dtype(),         q.stride(0),  q.stride(1), k.data_ptr(),
                  k.dtype(),      k.stride(0),       k.stride(1),  v.data_ptr(), v.dtype(),
                  v.stride(0),    v.stride(1),       g.data<float>(), beta.data<float>(),
                  state.data<float>(), out.data_ptr(), out.dtype(), nullptr, nullptr, nullptr,
-                 nullptr,        nullptr,           nullptr,      nullptr,     int(hv),
-                 int(hv / q.size(1)), int(dk),      int(dv),      scale};
-  const int64_t chunk_bytes = hv * kScratchFloats * int64_t(sizeof(float));
-  const int64_t max_chunks = std::max<int64_t>(1, kMaxScratchBytes / chunk_bytes);
-  Pass pass;
+                 nullptr,        nullptr,           nullptr,      0,           0,
+                 0,              int(hv),           int(hv / q.size(1)), int(dk), int(dv),
+                 scale};
+  if (req.on_device())
+    return run(st, p, req.d_start, req.d_slot, B, T / kChunk + std::min(B, T / kMinChunkedTokens));
+  int64_t chunks = 0;
+  std::vector<int32_t> idx;
+  idx.reserve(size_t(2 * B + 1));
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t begin = req.start[size_t(b)], end = req.start[size_t(b + 1)];
-    if (end - begin < kMinChunkedTokens) {
-      if (end > begin) {
-        if (pass.num_requests() == 65535) run_pass(st, p, pass);
-        pass.add_request(b, req.slot[size_t(b)], begin, end - begin);
-      }
-      continue;
-    }
-    for (int64_t t0 = begin; t0 < end; t0 += kChunk) {
-      if (pass.num_chunks() == max_chunks || pass.num_requests() == 65535) run_pass(st, p, pass);
-      pass.add_chunk(b, req.slot[size_t(b)], t0, std::min<int64_t>(kChunk, end - t0));
-    }
+    const int64_t len = req.len(b);
+    if (len >= kMinChunkedTokens) chunks += (len + kChunk - 1) / kChunk;
   }
-  run_pass(st, p, pass);
+  for (int64_t x : req.start) idx.push_back(int32_t(x));
+  for (int64_t x : req.slot) idx.push_back(int32_t(x));
+  const int32_t* d = upload_indices(st, idx);
+  run(st, p, d, d + B + 1, B, chunks);
 }
 
 }  // namespace vt::cuda

@@ -1,22 +1,27 @@
-// The chunked gated delta rule's two kernels and what they share (CUDA sources of
+// The chunked gated delta rule's kernels and what they share (CUDA sources of
 // cuda/gdn/ only; the host arm is delta_rule_chunked.cu, the math qwen3_5.md §8.7).
 //
-// A pass covers a list of chunks (at most kChunk consecutive tokens of one request)
-// and a list of requests, each owning a run of those chunks in token order.
-//   chunk_wy   (chunk_wy.cu), grid (chunk, value head): everything of a chunk that
-//              does not depend on the state, written to the work scratch:
+// A chunk is at most kChunk consecutive tokens of one request; a request shorter than
+// kMinChunkedTokens owns none (a decode step in a mixed batch would otherwise pay for
+// a whole chunk) and runs the token recurrence of §8.6 inside chunk_scan instead.
+//   chunk_table (delta_rule_chunked.cu), one CTA: from the request starts alone (host
+//              or device indices alike) numbers the chunks request by request:
+//              first_chunk [B + 1], chunk_t0 / chunk_len per chunk.
+// The chunks are then run in passes of at most pass_chunks (the work scratch holds one
+// pass); per pass, in stream order:
+//   chunk_wy   (chunk_wy.cu), grid (chunk of the pass, value head): everything of a
+//              chunk that does not depend on the state, into the work scratch:
 //                gam_i = sum_{s <= i} g_s                       (cumulative log decay)
 //                L_ij  = beta_i (k_i . k_j) exp(gam_i - gam_j)  for j < i
 //                [W | U] = (I + L)^-1 [diag(beta e^gam) K | diag(beta) V]
 //                P_ij  = scale (q_i . k_j) exp(gam_i - gam_j)   for j <= i, else 0
 //   chunk_scan (chunk_scan.cu), grid (32-column slice, value head, request): the
-//              request's chunks in order from its slot's state S (a [Dk, 32] slice):
+//              request's chunks of the pass in order from its slot's state S (a
+//              [Dk, 32] slice):
 //                U' = U - W S;  out = diag(e^gam) (scale Q) S + P U';
 //                S <- e^{gam_last} S + (diag(e^{gam_last - gam}) K)^T U'
-//              and the final slice written back to the slot. A request shorter than
-//              kMinChunkedTokens owns no chunks: chunk_scan runs its token recurrence
-//              (§8.6) on the slice instead (a decode step in a mixed batch would
-//              otherwise pay for a whole 64-token chunk).
+//              and the slice written back to the slot, where the next pass finds it.
+//              Short requests run in the first pass.
 // Rows of a partial chunk past its length are zero (k, q, v, beta) with g = 0, so
 // they neither update the state nor decay it. Dk, Dv <= 128, zero-padded to 128.
 #pragma once
@@ -58,22 +63,24 @@ struct Params {
   float* state;       // [S, Hv, dk, dv]
   void* out;          // [T, Hv, dv]
   DType out_dtype;
-  const int32_t* slot;         // [B] state slot of each request of the pass
-  const int32_t* first_chunk;  // [B + 1] request b owns chunks [first_chunk[b], first_chunk[b+1])
-  const int32_t* token_t0;     // [B] a short request's first token (no chunks)
-  const int32_t* token_len;    // [B] its token count; 0 for a chunked request
-  const int32_t* chunk_t0;     // [NC] first token of each chunk
-  const int32_t* chunk_len;    // [NC] tokens in it, 1..kChunk
-  float* work;                 // [NC, Hv, kScratchFloats]
+  const int32_t* start;  // [B + 1] request b owns tokens [start[b], start[b+1])
+  const int32_t* slot;   // [B] its state slot
+  int32_t* first_chunk;  // [B + 1] (chunk_table) request b owns chunks [first_chunk[b], first_chunk[b+1])
+  int32_t* chunk_t0;     // [max_chunks] (chunk_table) first token of each chunk
+  int32_t* chunk_len;    // [max_chunks] (chunk_table) its tokens, 1..kChunk
+  float* work;           // [pass_chunks, Hv, kScratchFloats]: chunk pass_begin + i at i
+  int batch;
+  int pass_begin, pass_chunks;  // the pass: chunks [pass_begin, pass_begin + pass_chunks)
   int hv, ratio, dk, dv;
   float scale;
 };
 
+// The scratch of chunk `chunk` (numbered over the whole call) of the current pass.
 __host__ __device__ inline float* chunk_scratch(const Params& p, int64_t chunk, int h) {
-  return p.work + (chunk * p.hv + h) * kScratchFloats;
+  return p.work + ((chunk - p.pass_begin) * p.hv + h) * kScratchFloats;
 }
 
-void launch_chunk_wy(const Params& p, int num_chunks, cudaStream_t stream);
-void launch_chunk_scan(const Params& p, int num_requests, cudaStream_t stream);
+void launch_chunk_wy(const Params& p, cudaStream_t stream);
+void launch_chunk_scan(const Params& p, cudaStream_t stream);
 
 }  // namespace vt::cuda::gdn_chunk
