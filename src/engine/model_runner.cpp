@@ -220,4 +220,18 @@ std::vector<int32_t> ModelRunner::execute_greedy(const ForwardBatch& fb) {
   return std::vector<int32_t>(host.data<int32_t>(), host.data<int32_t>() + host.numel());
 }
 
+vt::SampleOutput ModelRunner::execute_sampled(const ForwardBatch& fb,
+                                              const vt::SampleBatch& sampling) {
+  const vt::Tensor logits = run(fb);
+  if (!logits.defined()) {
+    stream_->synchronize();
+    VT_CHECK(sampling.rows.empty(), "model runner: ", sampling.rows.size(),
+             " rows to sample and no logits");
+    vt::SampleOutput none;
+    none.top_start.push_back(0);
+    return none;
+  }
+  return vt::sample(*stream_, logits, sampling);  // waits for the stream
+}
+
 }  // namespace vtllm::engine

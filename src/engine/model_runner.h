@@ -63,6 +63,11 @@ class ModelRunner final : public ModelExecutor {
   // the lowest id, as the sampler's greedy path), computed on the model's device:
   // rows ints cross to the host instead of rows x vocab floats.
   std::vector<int32_t> execute_greedy(const ForwardBatch& batch);
+  // On CUDA: the engine samples through this (vt::sample on the device; the logits
+  // never cross to the host).
+  bool samples_on_device() const override { return model_->device().is_cuda(); }
+  vt::SampleOutput execute_sampled(const ForwardBatch& batch,
+                                   const vt::SampleBatch& sampling) override;
 
   const models::Model& model() const { return *model_; }
   vt::Stream& stream() { return *stream_; }

@@ -1,6 +1,8 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "base/error.h"
@@ -82,6 +84,89 @@ std::vector<SampleResult> Sampler::sample(std::span<const float> logits, int64_t
   for (size_t r = 0; r < rows.size(); ++r)
     out.push_back(sample_row(logits.subspan(r * vocab_size, vocab_size), rows[r]));
   return out;
+}
+
+bool Sampler::device_can_sample(std::span<const SamplerRow> rows) {
+  return std::all_of(rows.begin(), rows.end(), [](const SamplerRow& r) {
+    return !r.params->logprobs || *r.params->logprobs <= vt::kMaxDeviceLogprobs;
+  });
+}
+
+vt::SampleBatch Sampler::device_batch(std::span<const SamplerRow> rows, int64_t vocab_size) {
+  VT_CHECK(vocab_size > 0, "sampler: vocab_size = ", vocab_size);
+  vt::SampleBatch b;
+  b.processed_logprobs = config_.logprobs_mode == LogprobsMode::kProcessed;
+  b.edit_start.push_back(0);
+  edit_of_.assign(static_cast<size_t>(vocab_size), -1);
+  for (const SamplerRow& row : rows) {
+    VT_CHECK(row.params != nullptr, "sampler: a row without sampling params");
+    const SamplingParams& p = *row.params;
+    vt::SampleRowParams rp;
+    rp.temperature = p.temperature;
+    rp.log_min_p = p.min_p > 0 ? std::log(p.min_p) : -std::numeric_limits<float>::infinity();
+    rp.top_k = p.top_k;
+    rp.top_p = p.top_p;
+    rp.repetition = p.repetition_penalty;
+    rp.frequency = p.frequency_penalty;
+    rp.presence = p.presence_penalty;
+    rp.logprobs = p.logprobs ? *p.logprobs : -1;
+    if (!p.greedy()) rp.uniform = next_uniform(row);
+    b.rows.push_back(rp);
+
+    const size_t first = b.edits.size();
+    const auto edit = [&](int32_t t, const char* what) -> vt::SampleTokenEdit& {
+      if (t < 0 || t >= vocab_size)
+        VT_THROW("sampler: ", what, " token id ", t, " is outside the vocabulary [0, ", vocab_size, ")");
+      int32_t& at = edit_of_[static_cast<size_t>(t)];
+      if (at < 0) {
+        at = static_cast<int32_t>(b.edits.size() - first);
+        b.edits.push_back({.token = t});
+      }
+      return b.edits[first + static_cast<size_t>(at)];
+    };
+    if (static_cast<int64_t>(row.output_token_ids.size()) < p.min_tokens) {
+      for (int32_t t : p.stop_token_ids) edit(t, "masked").masked = true;
+      if (!p.ignore_eos)
+        for (int32_t t : row.eos_token_ids) edit(t, "masked").masked = true;
+    }
+    for (const auto& [t, bias] : p.logit_bias) {
+      vt::SampleTokenEdit& e = edit(t, "logit_bias");
+      // An edit's bias values are contiguous: a token biased twice moves its range to
+      // the end (in order).
+      if (e.bias_end != e.bias_begin && e.bias_end != static_cast<int32_t>(b.bias.size())) {
+        const std::vector<float> earlier(b.bias.begin() + e.bias_begin, b.bias.begin() + e.bias_end);
+        e.bias_begin = static_cast<int32_t>(b.bias.size());
+        b.bias.insert(b.bias.end(), earlier.begin(), earlier.end());
+      } else if (e.bias_end == e.bias_begin) {
+        e.bias_begin = static_cast<int32_t>(b.bias.size());
+      }
+      b.bias.push_back(bias);
+      e.bias_end = static_cast<int32_t>(b.bias.size());
+    }
+    if (p.repetition_penalty != 1.0f)
+      for (int32_t t : row.prompt_token_ids) edit(t, "penalized").in_prompt = true;
+    if (p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f)
+      for (int32_t t : row.output_token_ids) ++edit(t, "penalized").output_count;
+    for (size_t i = first; i < b.edits.size(); ++i) edit_of_[static_cast<size_t>(b.edits[i].token)] = -1;
+    b.edit_start.push_back(static_cast<int64_t>(b.edits.size()));
+  }
+  return b;
+}
+
+std::vector<SampleResult> Sampler::results(const vt::SampleOutput& out,
+                                           std::span<const SamplerRow> rows) {
+  VT_CHECK(out.token.size() == rows.size(), "sampler: ", out.token.size(), " samples for ",
+           rows.size(), " rows");
+  std::vector<SampleResult> res(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    res[r].token = out.token[r];
+    if (!rows[r].params->logprobs) continue;
+    res[r].logprob = out.logprob[r];
+    res[r].rank = out.rank[r];
+    for (int64_t i = out.top_start[r]; i < out.top_start[r + 1]; ++i)
+      res[r].top_logprobs.push_back({out.top_token[size_t(i)], out.top_logprob[size_t(i)]});
+  }
+  return res;
 }
 
 }  // namespace vtllm::engine

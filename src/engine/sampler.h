@@ -13,6 +13,14 @@
 // is in the batch and after preemption. Unseeded rows take successive
 // counters of an engine-level Philox stream keyed by the engine seed.
 // Not thread-safe (the unseeded stream advances).
+//
+// Two paths, one result: sample() runs the pipeline here on host logits (CPU
+// models); device_batch() + results() wrap vt::sample (vt/ops/sampling.h), which runs
+// it where the logits are (a CUDA model: only token ids and logprobs cross to the
+// host). device_batch() draws the rows' uniforms from the same Philox counters and
+// advances the engine stream exactly as sample() would, so the engine's randomness
+// does not depend on the path; tokens agree up to a uniform within float rounding of
+// a CDF boundary.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +28,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "vt/ops/sampling.h"
 
 namespace vtllm::engine {
 
@@ -67,11 +76,25 @@ class Sampler {
 
   SampleResult sample_row(std::span<const float> logits, const SamplerRow& row);
 
+  // True when vt::sample can serve every row (top-N logprobs <= kMaxDeviceLogprobs).
+  static bool device_can_sample(std::span<const SamplerRow> rows);
+  // The rows as vt::sample's batch: parameters, the uniforms (advancing the engine
+  // stream for unseeded non-greedy rows, in row order), and per row the tokens that
+  // min_tokens masks, logit_bias shifts or the penalties touch (prompt and output
+  // counted once each). vocab_size bounds the token ids (checked).
+  vt::SampleBatch device_batch(std::span<const SamplerRow> rows, int64_t vocab_size);
+  // vt::sample's output as SampleResults (logprobs filled where the row asked).
+  static std::vector<SampleResult> results(const vt::SampleOutput& out,
+                                           std::span<const SamplerRow> rows);
+
+  const SamplerConfig& config() const { return config_; }
+
  private:
   double next_uniform(const SamplerRow& row);
 
   SamplerConfig config_;
   uint64_t unseeded_draws_ = 0;
+  std::vector<int32_t> edit_of_;  // device_batch's token -> edit index, -1 when untouched
 };
 
 // The logits after steps 2-5 up to (not including) the draw, for inspection

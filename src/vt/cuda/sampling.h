@@ -1,8 +1,9 @@
-// CUDA arms of embedding (vt/ops/embedding.h) and argmax (vt/ops/sampling.h). No CUDA
-// headers; arguments arrive validated. Defined in cuda/sampling/.
+// CUDA arms of embedding (vt/ops/embedding.h), argmax and sample (vt/ops/sampling.h).
+// No CUDA headers; arguments arrive validated. Defined in cuda/sampling/.
 #pragma once
 
 #include "vt/ops/args.h"
+#include "vt/ops/sampling.h"
 
 namespace vt::cuda {
 
@@ -10,5 +11,7 @@ namespace vt::cuda {
 void embedding(Stream& s, const Rows& table, const Tensor& ids, const Rows& out);
 // out: i32/i64 [T] on the device, any stride.
 void argmax(Stream& s, const Rows& logits, const Tensor& out);
+// Waits for the stream; the result is on the host.
+SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& batch);
 
 }  // namespace vt::cuda

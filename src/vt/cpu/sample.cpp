@@ -1,0 +1,159 @@
+// vt::sample on the CPU: each row widened to f32, edited, filtered and drawn from
+// in the order of vt/ops/sampling.h, rows in parallel. Top-k by nth_element, top-p
+// by a sort of the surviving tokens; masses through vt::sampling (the CUDA arm's
+// fixed-point arithmetic); logprobs in double as the engine's log_softmax.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "base/error.h"
+#include "vt/cpu/rowio.h"
+#include "vt/cpu/sampling.h"
+#include "vt/ops/sampling_rules.h"
+
+namespace vt::cpu {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct RowOut {
+  int32_t token = -1;
+  float logprob = 0;
+  int64_t rank = 0;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+void apply_edits(std::vector<float>& x, const SampleBatch& b, size_t r) {
+  const SampleRowParams& p = b.rows[r];
+  for (int64_t i = b.edit_start[r]; i < b.edit_start[r + 1]; ++i) {
+    const SampleTokenEdit& e = b.edits[size_t(i)];
+    float v = x[size_t(e.token)];
+    if (e.masked) v = kNegInf;
+    for (int32_t j = e.bias_begin; j < e.bias_end; ++j) v += b.bias[size_t(j)];
+    if (p.repetition != 1.0f && (e.in_prompt || e.output_count > 0))
+      v = v > 0 ? v / p.repetition : v * p.repetition;
+    if ((p.frequency != 0.0f || p.presence != 0.0f) && e.output_count > 0)
+      v -= p.frequency * static_cast<float>(e.output_count) + p.presence;
+    x[size_t(e.token)] = v;
+  }
+}
+
+void apply_top_p(std::vector<float>& x, float top_p, float m) {
+  std::vector<int32_t> order;
+  std::vector<uint64_t> w(x.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    w[i] = sampling::mass_fixed(x[i], m);
+    total += w[i];
+    if (x[i] != kNegInf) order.push_back(int32_t(i));
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b;
+  });
+  const double budget = double(top_p) * double(total);
+  uint64_t before = 0;
+  for (size_t j = 0; j < order.size(); ++j) {
+    const size_t t = size_t(order[j]);
+    if (j > 0 && !(double(before) < budget)) x[t] = kNegInf;
+    before += w[t];
+  }
+}
+
+// Steps 1-2 without the draw; returns the row's max after temperature (the draw's m).
+float process(std::vector<float>& x, const SampleRowParams& p) {
+  for (float& v : x) v /= p.temperature;
+  const float m = *std::max_element(x.begin(), x.end());
+  VT_CHECK(m != kNegInf, "sample: every token of the row is masked");
+  if (p.log_min_p != kNegInf) {
+    const float threshold = m + p.log_min_p;
+    for (float& v : x)
+      if (v < threshold) v = kNegInf;
+  }
+  if (p.top_k > 0 && size_t(p.top_k) < x.size()) {
+    std::vector<float> sorted(x);
+    std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(),
+                     std::greater<float>());
+    const float kth = sorted[size_t(p.top_k - 1)];
+    for (float& v : x)
+      if (v < kth) v = kNegInf;
+  }
+  if (p.top_p < 1.0f) apply_top_p(x, p.top_p, m);
+  return m;
+}
+
+int32_t draw(const std::vector<float>& x, float m, double u) {
+  uint64_t total = 0;
+  int32_t last = -1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint64_t w = sampling::mass_fixed(x[i], m);
+    total += w;
+    if (w > 0) last = int32_t(i);
+  }
+  const double target = u * double(total);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    cum += sampling::mass_fixed(x[i], m);
+    if (double(cum) > target) return int32_t(i);
+  }
+  return last;  // u * total rounded to the very top
+}
+
+void fill_logprobs(const std::vector<float>& y, int32_t token, int n, RowOut& out) {
+  const double m = *std::max_element(y.begin(), y.end());
+  VT_CHECK(m != kNegInf, "sample: every token of the row is masked");
+  double total = 0;
+  for (float l : y) total += std::exp(l - m);
+  const double log_z = m + std::log(total);
+  std::vector<float> lp(y.size());
+  for (size_t i = 0; i < y.size(); ++i) lp[i] = sampling::logprob(y[i], log_z);
+  out.logprob = lp[size_t(token)];
+  out.rank = std::count_if(lp.begin(), lp.end(), [&](float v) { return v >= out.logprob; });
+  std::vector<int32_t> ids(lp.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  n = std::min<int>(n, int(ids.size()));
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
+    return lp[size_t(a)] != lp[size_t(b)] ? lp[size_t(a)] > lp[size_t(b)] : a < b;
+  });
+  for (int i = 0; i < n; ++i) out.top.push_back({ids[size_t(i)], lp[size_t(ids[size_t(i)])]});
+}
+
+}  // namespace
+
+SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
+  const int64_t v = logits.cols;
+  std::vector<RowOut> rows(size_t(logits.rows));
+  s.parallel_for(logits.rows, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<float> raw(static_cast<size_t>(v)), x;
+    for (int64_t r = r0; r < r1; ++r) {
+      const SampleRowParams& p = b.rows[size_t(r)];
+      RowOut& out = rows[size_t(r)];
+      load_row(logits.row(r), logits.dtype, v, raw.data());
+      x = raw;
+      apply_edits(x, b, size_t(r));
+      if (p.temperature < kGreedyTemperature) {
+        out.token = int32_t(std::max_element(x.begin(), x.end()) - x.begin());
+      } else {
+        const float m = process(x, p);
+        out.token = draw(x, m, p.uniform);
+      }
+      if (p.logprobs >= 0) fill_logprobs(b.processed_logprobs ? x : raw, out.token, p.logprobs, out);
+    }
+  });
+  SampleOutput o;
+  o.top_start.push_back(0);
+  for (RowOut& r : rows) {
+    o.token.push_back(r.token);
+    o.logprob.push_back(r.logprob);
+    o.rank.push_back(r.rank);
+    for (const auto& [t, lp] : r.top) {
+      o.top_token.push_back(t);
+      o.top_logprob.push_back(lp);
+    }
+    o.top_start.push_back(int64_t(o.top_token.size()));
+  }
+  return o;
+}
+
+}  // namespace vt::cpu

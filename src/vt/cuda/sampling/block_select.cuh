@@ -1,0 +1,273 @@
+// Block-wide building blocks of the device sampler (CUDA sources only). One CTA of
+// kThreads threads owns one row of V values; every function here is called by all
+// threads of the block, returns the same value to all of them, and is deterministic
+// (fixed reduction trees; integer sums where order could matter).
+//
+//   radix_select: the largest key K among the row's keys such that pred(weight of
+//     keys >= K) holds, where the weight of a key is 1 (a count: top_k, top-N) or its
+//     fixed-point mass (top_p). Four passes of 8 bits from the most significant;
+//     each pass histograms the keys that match the prefix so far (warp-private
+//     histograms, shared-memory atomics), then one warp finds the digit where the
+//     descending cumulative weight first satisfies pred. Returns K and the weight of
+//     the keys strictly above it.
+//   nth_match: the id of the n-th (1-based) index in ascending order that satisfies a
+//     predicate; warps own contiguous segments (counts, then one warp rescans its
+//     segment 32 ids at a time with ballots).
+//   first_crossing: the first id whose inclusive prefix sum of u64 weights, as a
+//     double, exceeds a target (the inverse-CDF draw); same segment layout.
+#pragma once
+
+#include <cstdint>
+
+#include "vt/cuda/common.cuh"
+
+namespace vt::cuda::sampling {
+
+inline constexpr int kThreads = 512;
+inline constexpr int kWarps = kThreads / kWarp;
+inline constexpr int kDigits = 256;
+
+struct BlockShared {
+  unsigned long long hist[kWarps][kDigits];  // radix_select's warp-private histograms
+  unsigned long long warp_u64[kWarps];
+  double warp_f64[kWarps];
+  float warp_f32[kWarps];
+  int64_t warp_i64[kWarps];
+  unsigned long long bcast_u64[2];
+  int64_t bcast_i64[2];
+  double bcast_f64;
+  float bcast_f32;
+};
+
+__device__ __forceinline__ int lane_id() { return int(threadIdx.x) & (kWarp - 1); }
+__device__ __forceinline__ int warp_id() { return int(threadIdx.x) / kWarp; }
+
+__device__ __forceinline__ unsigned long long block_sum_u64(BlockShared& sh,
+                                                            unsigned long long v) {
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (lane_id() == 0) sh.warp_u64[warp_id()] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long t = 0;
+    for (int w = 0; w < kWarps; ++w) t += sh.warp_u64[w];
+    sh.bcast_u64[0] = t;
+  }
+  __syncthreads();
+  const unsigned long long t = sh.bcast_u64[0];
+  __syncthreads();
+  return t;
+}
+
+__device__ __forceinline__ double block_sum_f64(BlockShared& sh, double v) {
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (lane_id() == 0) sh.warp_f64[warp_id()] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double t = 0;
+    for (int w = 0; w < kWarps; ++w) t += sh.warp_f64[w];
+    sh.bcast_f64 = t;
+  }
+  __syncthreads();
+  const double t = sh.bcast_f64;
+  __syncthreads();
+  return t;
+}
+
+__device__ __forceinline__ float block_max(BlockShared& sh, float v) {
+  for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (lane_id() == 0) sh.warp_f32[warp_id()] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = sh.warp_f32[0];
+    for (int w = 1; w < kWarps; ++w) t = fmaxf(t, sh.warp_f32[w]);
+    sh.bcast_f32 = t;
+  }
+  __syncthreads();
+  const float t = sh.bcast_f32;
+  __syncthreads();
+  return t;
+}
+
+// The largest v and, among equal ones, the lowest id (std::max_element's first max).
+// Threads pass their own best (v, id); id = INT64_MAX for none.
+__device__ __forceinline__ int64_t block_argmax(BlockShared& sh, float v, int64_t id) {
+  for (int o = kWarp / 2; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const int64_t oi = __shfl_xor_sync(0xffffffffu, id, o);
+    if (ov > v || (ov == v && oi < id)) v = ov, id = oi;
+  }
+  if (lane_id() == 0) sh.warp_f32[warp_id()] = v, sh.warp_i64[warp_id()] = id;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float bv = sh.warp_f32[0];
+    int64_t bi = sh.warp_i64[0];
+    for (int w = 1; w < kWarps; ++w) {
+      const float ov = sh.warp_f32[w];
+      const int64_t oi = sh.warp_i64[w];
+      if (ov > bv || (ov == bv && oi < bi)) bv = ov, bi = oi;
+    }
+    sh.bcast_i64[0] = bi;
+  }
+  __syncthreads();
+  const int64_t t = sh.bcast_i64[0];
+  __syncthreads();
+  return t;
+}
+
+struct Selected {
+  uint32_t key;
+  unsigned long long above;  // weight of the keys > key
+};
+
+// key_weight(i, &key) -> weight (0 skips the index); pred(cumulative weight) -> bool,
+// monotone (false then true as the weight grows). At least one key must satisfy it.
+template <class KeyWeight, class Pred>
+__device__ Selected radix_select(BlockShared& sh, int64_t n, KeyWeight key_weight, Pred pred) {
+  uint32_t prefix = 0, mask = 0;
+  unsigned long long above = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < kWarps * kDigits; i += kThreads) (&sh.hist[0][0])[i] = 0;
+    __syncthreads();
+    unsigned long long* hist = sh.hist[warp_id()];
+    for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+      uint32_t key;
+      const unsigned long long w = key_weight(i, &key);
+      if (w != 0 && (key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 0xffu], w);
+    }
+    __syncthreads();
+    if (warp_id() == 0) {
+      // Lane l owns digits 255 - 8l ... 248 - 8l (descending), summed over warps.
+      const int lane = lane_id();
+      unsigned long long bins[8], own = 0;
+      for (int j = 0; j < 8; ++j) {
+        const int d = kDigits - 1 - (8 * lane + j);
+        unsigned long long t = 0;
+        for (int w = 0; w < kWarps; ++w) t += sh.hist[w][d];
+        bins[j] = t;
+        own += t;
+      }
+      unsigned long long incl = own;
+      for (int o = 1; o < kWarp; o <<= 1) {
+        const unsigned long long up = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += up;
+      }
+      const unsigned hit = __ballot_sync(0xffffffffu, pred(above + incl));
+      const int first = hit ? __ffs(hit) - 1 : kWarp - 1;  // no hit: the lowest digits
+      if (lane == first) {
+        unsigned long long cum = above + (incl - own);
+        int digit = kDigits - 1 - 8 * lane - 7;
+        for (int j = 0; j < 8; ++j) {
+          if (pred(cum + bins[j])) {
+            digit = kDigits - 1 - (8 * lane + j);
+            break;
+          }
+          cum += bins[j];
+        }
+        sh.bcast_u64[0] = cum;  // weight above the chosen digit
+        sh.bcast_u64[1] = static_cast<unsigned long long>(digit);
+      }
+    }
+    __syncthreads();
+    above = sh.bcast_u64[0];
+    prefix |= uint32_t(sh.bcast_u64[1]) << shift;
+    mask |= 0xffu << shift;
+    __syncthreads();
+  }
+  return {prefix, above};
+}
+
+// Segment of warp w in a row of n: [w * seg, min(n, (w + 1) * seg)), seg a multiple of 32.
+__device__ __forceinline__ int64_t segment_len(int64_t n) {
+  return ((n + kWarps - 1) / kWarps + kWarp - 1) / kWarp * kWarp;
+}
+
+// The id of the nth (1-based) index in [0, n) with match(i); n_th <= the match count.
+template <class Match>
+__device__ int64_t nth_match(BlockShared& sh, int64_t n, int64_t nth, Match match) {
+  const int64_t seg = segment_len(n);
+  const int64_t begin = warp_id() * seg, end = min(n, begin + seg);
+  int64_t count = 0;
+  for (int64_t base = begin; base < end; base += kWarp) {
+    const int64_t i = base + lane_id();
+    count += __popc(__ballot_sync(0xffffffffu, i < end && match(i)));
+  }
+  if (lane_id() == 0) sh.warp_i64[warp_id()] = count;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int64_t before = 0;
+    int w = 0;
+    while (w < kWarps - 1 && before + sh.warp_i64[w] < nth) before += sh.warp_i64[w++];
+    sh.bcast_i64[0] = w;
+    sh.bcast_i64[1] = nth - before;  // rank inside warp w's segment
+  }
+  __syncthreads();
+  const int w = int(sh.bcast_i64[0]);
+  int64_t want = sh.bcast_i64[1];
+  __syncthreads();
+  if (warp_id() == w) {
+    int64_t found = -1;
+    for (int64_t base = begin; base < end && found < 0; base += kWarp) {
+      const int64_t i = base + lane_id();
+      unsigned bits = __ballot_sync(0xffffffffu, i < end && match(i));
+      const int c = __popc(bits);
+      if (c < want) {
+        want -= c;
+        continue;
+      }
+      for (int64_t k = 1; k < want; ++k) bits &= bits - 1;  // drop the lowest want-1
+      found = base + __ffs(bits) - 1;
+    }
+    if (lane_id() == 0) sh.bcast_i64[0] = found;
+  }
+  __syncthreads();
+  const int64_t id = sh.bcast_i64[0];
+  __syncthreads();
+  return id;
+}
+
+// The first id in [0, n) whose inclusive prefix sum of weight(i) exceeds target (as a
+// double), or -1 when none does.
+template <class Weight>
+__device__ int64_t first_crossing(BlockShared& sh, int64_t n, double target, Weight weight) {
+  const int64_t seg = segment_len(n);
+  const int64_t begin = warp_id() * seg, end = min(n, begin + seg);
+  unsigned long long sum = 0;
+  for (int64_t i = begin + lane_id(); i < end; i += kWarp) sum += weight(i);
+  for (int o = kWarp / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane_id() == 0) sh.warp_u64[warp_id()] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long before = 0;
+    int w = 0;
+    while (w < kWarps && !(double(before + sh.warp_u64[w]) > target)) before += sh.warp_u64[w++];
+    sh.bcast_i64[0] = w;
+    sh.bcast_u64[0] = before;
+  }
+  __syncthreads();
+  const int w = int(sh.bcast_i64[0]);
+  unsigned long long base_sum = sh.bcast_u64[0];
+  __syncthreads();
+  if (w == kWarps) return -1;
+  if (warp_id() == w) {
+    int64_t found = -1;
+    for (int64_t base = begin; base < end && found < 0; base += kWarp) {
+      const int64_t i = base + lane_id();
+      const unsigned long long own = i < end ? weight(i) : 0ull;
+      unsigned long long incl = own;
+      for (int o = 1; o < kWarp; o <<= 1) {
+        const unsigned long long up = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane_id() >= o) incl += up;
+      }
+      const unsigned hit = __ballot_sync(0xffffffffu, i < end && double(base_sum + incl) > target);
+      if (hit) found = base + __ffs(hit) - 1;
+      base_sum += __shfl_sync(0xffffffffu, incl, kWarp - 1);
+    }
+    if (lane_id() == 0) sh.bcast_i64[0] = found;
+  }
+  __syncthreads();
+  const int64_t id = sh.bcast_i64[0];
+  __syncthreads();
+  return id;
+}
+
+}  // namespace vt::cuda::sampling

@@ -1,0 +1,209 @@
+// The device sampling path (Sampler::device_batch + vt::sample + Sampler::results)
+// against the host Sampler: the CPU arm on every parameter combination (same tokens,
+// same logprobs), the engine stream advancing alike on both paths, and the CUDA arm
+// at Qwen's vocabulary (CudaDeviceSampler, skipped without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "vt/device.h"
+#include "vt/ops/copy.h"
+#include "vt/ops/sampling.h"
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vtllm::engine {
+namespace {
+
+// One row's request: params and the histories the penalties and min_tokens read.
+struct Case {
+  SamplingParams params;
+  std::vector<int32_t> prompt, output, eos;
+};
+
+// Case number c enumerates temperature x top_k x top_p x min_p x penalties; the rest
+// (bias, min_tokens, seed, logprobs) varies with rng.
+Case make_case(int c, int vocab, std::mt19937& rng) {
+  Case k;
+  SamplingParams& p = k.params;
+  const float temps[] = {0.0f, 0.7f, 1.3f};
+  const int top_ks[] = {0, 1, 20, 1000};
+  const float top_ps[] = {1.0f, 0.9f, 0.5f};
+  p.temperature = temps[c % 3];
+  p.top_k = top_ks[(c / 3) % 4];
+  p.top_p = top_ps[(c / 12) % 3];
+  p.min_p = (c / 36) % 2 ? 0.05f : 0.0f;
+  if ((c / 72) % 2) {
+    p.repetition_penalty = 1.3f;
+    p.frequency_penalty = 0.4f;
+    p.presence_penalty = -0.3f;
+  }
+  std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+  for (int i = 0; i < 40; ++i) k.prompt.push_back(tok(rng));
+  for (int i = 0; i < 25; ++i) k.output.push_back(i % 3 ? tok(rng) : k.prompt[size_t(i)]);
+  k.eos = {tok(rng), tok(rng)};
+  if (rng() % 2) p.stop_token_ids = {tok(rng)};
+  p.min_tokens = rng() % 2 ? 30 : 0;
+  p.ignore_eos = rng() % 4 == 0;
+  for (int i = 0, n = int(rng() % 4); i < n; ++i) {
+    const int32_t t = i == 2 ? p.logit_bias[0].first : tok(rng);  // a token biased twice
+    p.logit_bias.push_back({t, float(int(rng() % 21) - 10) * 0.75f});
+  }
+  if (rng() % 2) p.seed = rng();
+  const int lps[] = {-1, 0, 1, 5, 20};
+  if (const int n = lps[rng() % 5]; n >= 0) p.logprobs = n;
+  return k;
+}
+
+std::vector<SamplerRow> rows_of(const std::vector<Case>& cases) {
+  std::vector<SamplerRow> rows;
+  for (const Case& c : cases) rows.push_back({&c.params, c.prompt, c.output, c.eos});
+  return rows;
+}
+
+std::vector<float> random_logits(std::mt19937& rng, size_t n, float scale) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> x(n);
+  for (float& v : x) v = d(rng);
+  return x;
+}
+
+vt::Tensor tensor_of(const std::vector<float>& x, int64_t rows, int64_t vocab) {
+  vt::Tensor t = vt::Tensor::empty({rows, vocab}, vt::DType::kF32);
+  std::copy(x.begin(), x.end(), t.data<float>());
+  return t;
+}
+
+// Logprobs within tol; -inf (a masked token in processed mode) only against -inf.
+bool near(float a, float b, double tol) { return a == b || std::abs(double(a) - b) <= tol; }
+
+// want: the host Sampler; got: the device path. Tokens equal, logprobs to `tol`.
+void expect_same(const std::vector<SampleResult>& want, const std::vector<SampleResult>& got,
+                 const std::vector<Case>& cases, double tol, const std::string& what) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t r = 0; r < want.size(); ++r) {
+    const std::string at = what + " row " + std::to_string(r) + " case temp " +
+                           std::to_string(cases[r].params.temperature) + " top_k " +
+                           std::to_string(cases[r].params.top_k) + " top_p " +
+                           std::to_string(cases[r].params.top_p);
+    EXPECT_EQ(want[r].token, got[r].token) << at;
+    if (!cases[r].params.logprobs) continue;
+    EXPECT_PRED3(near, want[r].logprob, got[r].logprob, tol) << at;
+    EXPECT_EQ(want[r].rank, got[r].rank) << at;
+    ASSERT_EQ(want[r].top_logprobs.size(), got[r].top_logprobs.size()) << at;
+    for (size_t i = 0; i < want[r].top_logprobs.size(); ++i) {
+      EXPECT_EQ(want[r].top_logprobs[i].token, got[r].top_logprobs[i].token) << at << " top " << i;
+      EXPECT_PRED3(near, want[r].top_logprobs[i].logprob, got[r].top_logprobs[i].logprob, tol)
+          << at;
+    }
+  }
+}
+
+// Runs both paths on the same logits from two samplers of the same config.
+void compare_paths(vt::Stream& s, const std::vector<float>& logits, int64_t vocab,
+                   const std::vector<Case>& cases, const SamplerConfig& config, double tol,
+                   const std::string& what) {
+  const std::vector<SamplerRow> rows = rows_of(cases);
+  Sampler host(config), device(config);
+  const std::vector<SampleResult> want = host.sample(logits, vocab, rows);
+  vt::Tensor t = tensor_of(logits, int64_t(rows.size()), vocab);
+  if (s.device().is_cuda()) t = vt::to_device(s, t, s.device());
+  const vt::SampleOutput out = vt::sample(s, t, device.device_batch(rows, vocab));
+  expect_same(want, Sampler::results(out, rows), cases, tol, what);
+}
+
+TEST(DeviceSampler, CpuArmMatchesSamplerOnEveryCombination) {
+  vt::Stream s(vt::Device::cpu());
+  const int vocab = 3001;
+  std::mt19937 rng(7);
+  for (int batch = 0; batch < 6; ++batch) {
+    std::vector<Case> cases;
+    for (int c = 0; c < 48; ++c) cases.push_back(make_case(batch * 48 + c, vocab, rng));
+    // Scale 3 spreads the mass (top_p keeps many tokens); a few planted ties at the top.
+    std::vector<float> logits = random_logits(rng, cases.size() * vocab, 3.0f);
+    for (size_t r = 0; r < cases.size(); ++r)
+      for (int j = 0; j < 4; ++j) logits[r * vocab + size_t(rng() % vocab)] = 9.5f;
+    for (LogprobsMode mode : {LogprobsMode::kRaw, LogprobsMode::kProcessed})
+      compare_paths(s, logits, vocab, cases, {.seed = 11, .logprobs_mode = mode}, 1e-5,
+                    "batch " + std::to_string(batch));
+  }
+}
+
+TEST(DeviceSampler, CpuArmMatchesSamplerAtQwenVocab) {
+  vt::Stream s(vt::Device::cpu());
+  const int vocab = 151936;
+  std::mt19937 rng(8);
+  std::vector<Case> cases;
+  for (int c = 0; c < 16; ++c) cases.push_back(make_case(c * 9 + 1, vocab, rng));
+  const std::vector<float> logits = random_logits(rng, cases.size() * vocab, 2.0f);
+  compare_paths(s, logits, vocab, cases, {.seed = 3}, 1e-5, "qwen vocab");
+}
+
+TEST(DeviceSampler, EngineStreamAdvancesAlikeOnBothPaths) {
+  vt::Stream s(vt::Device::cpu());
+  const int vocab = 500;
+  std::mt19937 rng(9);
+  std::vector<Case> cases;
+  for (int c = 0; c < 12; ++c) cases.push_back(make_case(c, vocab, rng));
+  const std::vector<SamplerRow> rows = rows_of(cases);
+  Sampler host({.seed = 21}), device({.seed = 21});
+  for (int step = 0; step < 5; ++step) {
+    const std::vector<float> logits = random_logits(rng, cases.size() * vocab, 1.0f);
+    const auto want = host.sample(logits, vocab, rows);
+    const auto got = Sampler::results(
+        vt::sample(s, tensor_of(logits, int64_t(rows.size()), vocab), device.device_batch(rows, vocab)),
+        rows);
+    for (size_t r = 0; r < rows.size(); ++r) EXPECT_EQ(want[r].token, got[r].token) << step;
+  }
+}
+
+TEST(DeviceSampler, BatchListsEachTokenOnceWithBiasInOrder) {
+  SamplingParams p;
+  p.repetition_penalty = 1.1f;
+  p.frequency_penalty = 0.5f;
+  p.logit_bias = {{7, 1.0f}, {3, 2.0f}, {7, -0.5f}};
+  p.min_tokens = 5;
+  p.stop_token_ids = {3};
+  const std::vector<int32_t> prompt = {7, 7, 9}, output = {9, 9, 4}, eos = {2};
+  const std::vector<SamplerRow> rows = {{&p, prompt, output, eos}};
+  Sampler sampler;
+  const vt::SampleBatch b = sampler.device_batch(rows, 10);
+  ASSERT_EQ(b.edit_start, (std::vector<int64_t>{0, 5}));
+  auto find = [&](int32_t t) {
+    for (const auto& e : b.edits)
+      if (e.token == t) return e;
+    ADD_FAILURE() << "token " << t << " not edited";
+    return vt::SampleTokenEdit{};
+  };
+  EXPECT_TRUE(find(3).masked && find(2).masked);
+  const vt::SampleTokenEdit seven = find(7);
+  ASSERT_EQ(seven.bias_end - seven.bias_begin, 2);
+  EXPECT_EQ(b.bias[size_t(seven.bias_begin)], 1.0f);
+  EXPECT_EQ(b.bias[size_t(seven.bias_begin + 1)], -0.5f);
+  EXPECT_TRUE(seven.in_prompt);
+  EXPECT_EQ(find(9).output_count, 2);
+  EXPECT_TRUE(find(9).in_prompt);
+  EXPECT_EQ(find(4).output_count, 1);
+  EXPECT_FALSE(find(4).in_prompt);
+}
+
+TEST(CudaDeviceSampler, MatchesSamplerAtQwenVocab) {
+  if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  vt::Stream s(vt::Device::cuda(0));
+  const int vocab = 151936;
+  std::mt19937 rng(10);
+  for (int batch : {1, 8, 64}) {
+    std::vector<Case> cases;
+    for (int c = 0; c < batch; ++c) cases.push_back(make_case(c * 7 + batch, vocab, rng));
+    const std::vector<float> logits = random_logits(rng, cases.size() * vocab, 2.0f);
+    for (LogprobsMode mode : {LogprobsMode::kRaw, LogprobsMode::kProcessed})
+      compare_paths(s, logits, vocab, cases, {.seed = 5, .logprobs_mode = mode}, 1e-4,
+                    "batch " + std::to_string(batch));
+  }
+}
+
+}  // namespace
+}  // namespace vtllm::engine
