@@ -190,7 +190,8 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
     T* vd = v_tile + stage * kKeys * D;
     int blk = (kt + first_key) / p.block_size, in_blk = (kt + first_key) - blk * p.block_size;
 #pragma unroll
-    for (int j = first_key; j < kKeys; j += kKeyStep) {
+    for (int i = 0; i < kKeys / kKeyStep; ++i) {
+      const int j = first_key + i * kKeyStep;
       const bool valid = kt + j < k_end;
       int64_t off = 0;
       if (valid)
@@ -302,6 +303,9 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
   for (int i = 0; i < 2; ++i) {
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
     if (row_h[i] < 0) continue;
     if (p.splits == 1) {
       const float inv = 1.0f / l[i];
