@@ -21,4 +21,15 @@ ModelOptions ModelOptions::from_env() {
   return o;
 }
 
+BatchInputs Model::prepare(vt::Stream&, const ForwardBatch&, CacheView&, const StepLayout*,
+                           const vt::Tensor*) {
+  VT_THROW("model: this model does not take prepared inputs (no CUDA graphs)");
+}
+vt::Tensor Model::forward_prepared(vt::Stream&, const BatchInputs&, CacheView&) {
+  VT_THROW("model: this model does not take prepared inputs (no CUDA graphs)");
+}
+int64_t Model::packed_input_bytes(const StepLayout&) const {
+  VT_THROW("model: this model does not take prepared inputs (no CUDA graphs)");
+}
+
 }  // namespace vtllm::models

@@ -25,6 +25,7 @@
 #include "io/weight_loader.h"
 #include "models/cache.h"
 #include "models/forward_batch.h"
+#include "models/layers/batch_inputs.h"
 #include "vt/stream.h"
 #include "vt/tensor.h"
 
@@ -73,6 +74,18 @@ class Model {
   virtual vt::Tensor forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache) = 0;
   virtual vt::Tensor compute_logits(vt::Stream& s, const vt::Tensor& hidden,
                                     const std::vector<int32_t>& rows) = 0;
+
+  // For runners that keep a step's inputs in fixed device buffers (CUDA graphs, the
+  // engine's ModelRunner): prepare() validates the batch (against the cache's shapes
+  // too) and packs its indices, padded to `layout` into `into` when given
+  // (models/layers/batch_inputs.h); forward_prepared() runs forward() over them, issuing
+  // no host-to-device copy, so it can be captured. forward(s, b, c) computes what
+  // forward_prepared(s, prepare(s, b, c), c) does. packed_input_bytes() sizes `into`
+  // for a layout. Models that do not implement them throw.
+  virtual BatchInputs prepare(vt::Stream& s, const ForwardBatch& batch, CacheView& cache,
+                              const StepLayout* layout = nullptr, const vt::Tensor* into = nullptr);
+  virtual vt::Tensor forward_prepared(vt::Stream& s, const BatchInputs& in, CacheView& cache);
+  virtual int64_t packed_input_bytes(const StepLayout& layout) const;
 };
 
 }  // namespace vtllm::models

@@ -66,7 +66,7 @@ void FullAttention::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
   vt::kv_cache_write(s, k, v.view({T, d_.kv_heads, D}), in.slot_mapping, cache.k, cache.v);
   vt::Tensor o = vt::Tensor::empty({T, d_.heads, D}, dt, dev);
   vt::paged_attention(s, q, cache.k, cache.v, in.query_start_loc, in.seq_lens, in.block_table,
-                      1.0f / std::sqrt(float(D)), o);
+                      1.0f / std::sqrt(float(D)), o, in.bounds);
   if (d_.output_gate) vt::mul(s, o, gate, o);
   vt::linear(s, o.view({T, d_.heads * D}), o_proj_, out);
 }

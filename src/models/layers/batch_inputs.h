@@ -1,20 +1,33 @@
 // BatchInputs: the index tensors of one ForwardBatch, built once per forward and
 // shared by every layer (DESIGN §5).
 //
-// The index tensors are host (CPU) views of the batch's vectors (no copy, so the batch
-// must outlive them) on every device: that is the vt contract for index arguments
-// (vt/ops/indices.h: the op validates them on the host, then its CUDA arm uploads them
-// into the stream's scratch), and it keeps the ids' range check free of device reads.
-// Dtypes are those the ops take: i32 everywhere except slot_mapping and positions
-// (i64, as the batch holds them). The one float input, cos_sin, is on the model's
-// device. Host-side facts layers need to decide what to launch (which requests start
-// a sequence, whether the step is decode-only) are computed here from the batch.
+// On the CPU the index tensors are host views of the batch's vectors (no copy, so the
+// batch must outlive them). On CUDA they are views of ONE device buffer filled by one
+// packed host-to-device copy per step: token ids, query_start_loc, seq_lens, the block
+// table, state slots, slot_mapping and the cos/sin table. The values were validated on
+// the host first (validate_forward_batch + validate_step_ranges), so the ops take them
+// as trusted device indices (vt/ops/indices.h) and read nothing back. Dtypes are those
+// the ops take: i32 everywhere except slot_mapping and positions (i64, as the batch
+// holds them). positions stay a host view (the table is built on the host). Host-side
+// facts layers need to decide what to launch (which requests start a sequence, whether
+// the step is decode-only, the attention bounds) are computed here from the batch.
+//
+// A StepLayout pads a decode-only batch to a fixed shape for a CUDA graph (engine
+// ModelRunner): `batch` requests of one token each, the block table `table_width`
+// columns wide. Padding requests read the null block 0 (seq_len 1), write no KV slot
+// (slot_mapping -1), keep GDN state in pad_state_slot (scratch; padding rows share it)
+// and take token 0 at position 0; their outputs are garbage that no real row reads.
+// With `into` (a device buffer of at least packed_bytes(...) bytes at a fixed address)
+// the packed copy lands there and the views alias it, so a graph captured over one
+// BatchInputs replays over the values a later make_batch_inputs with the same layout
+// and buffer copied in.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "models/forward_batch.h"
+#include "vt/ops/attention.h"
 #include "vt/stream.h"
 #include "vt/tensor.h"
 
@@ -28,15 +41,24 @@ struct RopeSpec {
   std::vector<int64_t> mrope_section;
 };
 
+struct StepLayout {
+  int64_t batch = 0;        // requests (= tokens) after padding
+  int64_t table_width = 0;  // block-table columns
+  int32_t pad_state_slot = -1;
+  vt::AttentionBounds bounds;  // the graph's: {batch, 1, max context}
+};
+
 struct BatchInputs {
-  // Host views of the batch.
   vt::Tensor token_ids;        // [T] i32
-  vt::Tensor positions;        // [T] or MRoPE [3, T] i64
+  vt::Tensor positions;        // [T] or MRoPE [3, T] i64, host
   vt::Tensor query_start_loc;  // [B + 1] i32
   vt::Tensor seq_lens;         // [B] i32
   vt::Tensor slot_mapping;     // [T] i64
   vt::Tensor block_table;      // [B, max_blocks_per_seq] i32
   vt::Tensor state_slots;      // [B] i32 (undefined when the batch has none)
+  // Host views of query_start_loc and state_slots (undefined when padded): the
+  // chunked GDN kernel plans its chunks from host values.
+  vt::Tensor host_query_start_loc, host_state_slots;
   // [T, rotary_dim] f32 for the attention preamble (vt/ops/attn_preamble.h), built on the
   // host from the positions. Its values are rounded to the model's activation dtype:
   // the bf16 oracle rounds cos/sin to bf16 before rotating (qwen3_5.md §7.2); in f32 this
@@ -48,12 +70,31 @@ struct BatchInputs {
   // Every request adds exactly one token to a non-empty context: GDN layers take the
   // per-token recurrence (as the oracle's decode step), otherwise the chunked form.
   bool decode_only = false;
+  // Bounds for paged_attention on CUDA: the batch's own (B, max q_len, max seq_len), or
+  // the layout's when padded; undefined on the CPU.
+  vt::AttentionBounds bounds;
+  int64_t num_tokens = 0;
+  vt::Tensor packed;  // the device buffer the CUDA views live in
 };
 
 // `rope` may be null (no rotary); cos_sin is built when it is not, on s.device();
-// `act_dtype` is the model's activation dtype (for cos_sin's rounding).
+// `act_dtype` is the model's activation dtype (for cos_sin's rounding). layout / into:
+// see above (CUDA only; layout needs a decode-only batch of at most layout->batch
+// requests, every seq_len within layout->bounds.max_seq_len).
 BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& batch, const RopeSpec* rope,
-                              vt::DType act_dtype);
+                              vt::DType act_dtype, const StepLayout* layout = nullptr,
+                              const vt::Tensor* into = nullptr);
+
+// Bytes of the packed device buffer for a step of T tokens, B requests, a block table
+// `width` wide, `rotary_dim` cos/sin columns (0: none).
+int64_t packed_bytes(int64_t T, int64_t B, int64_t width, int64_t rotary_dim);
+
+// The range checks the ops make on host indices, made once on the host for a batch
+// whose indices go to the device: slots within num_blocks * block_size (or -1), the
+// blocks each request reaches within num_blocks, state slots within num_state_slots
+// and distinct, token ids within vocab. Throws vtllm::Error naming the field.
+void validate_step_ranges(const ForwardBatch& batch, int64_t num_blocks, int64_t num_state_slots,
+                          int64_t vocab);
 
 // `values` as an i32 [n] host tensor viewing them (they must outlive it).
 vt::Tensor index_tensor(const std::vector<int32_t>& values);

@@ -73,11 +73,36 @@ class DecoderModel final : public Model {
   vt::DType dtype() const override { return dtype_; }
 
   vt::Tensor forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache) override {
+    return forward_prepared(s, prepare(s, batch, cache, nullptr, nullptr), cache);
+  }
+
+  BatchInputs prepare(vt::Stream& s, const ForwardBatch& batch, CacheView& cache,
+                      const StepLayout* layout, const vt::Tensor* into) override {
     check_stream(s, "forward");
     validate_forward_batch(batch, has_gdn_);
-    const BatchInputs in =
-        make_batch_inputs(s, batch, spec_.uses_rope ? &spec_.attention.rope : nullptr, dtype_);
-    const int64_t T = batch.num_tokens(), H = hidden_size();
+    if (!s.device().is_cpu()) {  // the indices go to the device as trusted: check them here
+      int64_t blocks = 0, slots = 0;
+      for (size_t i = 0; i < layers_.size(); ++i) {
+        if (layers_[i].attn && blocks == 0) blocks = cache.attention(int64_t(i)).k.size(0);
+        if (layers_[i].gdn && slots == 0) slots = cache.gdn(int64_t(i)).conv.size(0);
+      }
+      validate_step_ranges(batch, blocks, slots, embed_.size(0));
+      VT_CHECK(layout == nullptr || !has_gdn_ ||
+                   (layout->pad_state_slot >= 0 && layout->pad_state_slot < slots),
+               "model forward: the padding state slot ", layout ? layout->pad_state_slot : -1,
+               " is not one of the ", slots, " slots");
+    }
+    return make_batch_inputs(s, batch, rope(), dtype_, layout, into);
+  }
+
+  int64_t packed_input_bytes(const StepLayout& layout) const override {
+    return models::packed_bytes(layout.batch, layout.batch, layout.table_width,
+                                rope() ? rope()->rotary_dim : 0);
+  }
+
+  vt::Tensor forward_prepared(vt::Stream& s, const BatchInputs& in, CacheView& cache) override {
+    check_stream(s, "forward");
+    const int64_t T = in.num_tokens, H = hidden_size();
     const float eps = float(config_.text.rms_norm_eps);
     // The residual stream is in the activation dtype: in bf16 every residual add rounds,
     // as the oracle's (qwen3_5.md §4).
@@ -110,8 +135,10 @@ class DecoderModel final : public Model {
     VT_CHECK(hidden.dim() == 2 && hidden.size(1) == hidden_size(), "compute_logits: hidden ",
              hidden.str(), " is not [T, ", hidden_size(), "]");
     const int64_t R = int64_t(rows.size());
-    vt::Tensor picked = vt::Tensor::empty({R, hidden_size()}, dtype_, device_);
-    vt::embedding(s, hidden, index_tensor(rows), picked);  // a row gather of hidden
+    bool all_rows = R == hidden.size(0);  // every row in order: no gather (CUDA graphs)
+    for (int64_t r = 0; all_rows && r < R; ++r) all_rows = rows[size_t(r)] == r;
+    vt::Tensor picked = all_rows ? hidden : vt::Tensor::empty({R, hidden_size()}, dtype_, device_);
+    if (!all_rows) vt::embedding(s, hidden, index_tensor(rows), picked);  // a row gather of hidden
     // Logits in the activation dtype: the bf16 oracle's logits are bf16 (qwen3_5.md §10).
     vt::Tensor logits = vt::Tensor::empty({R, vocab_size()}, dtype_, device_);
     vt::linear(s, picked, lm_head_, logits);
@@ -119,6 +146,8 @@ class DecoderModel final : public Model {
   }
 
  private:
+  const RopeSpec* rope() const { return spec_.uses_rope ? &spec_.attention.rope : nullptr; }
+
   void check_stream(const vt::Stream& s, const char* what) const {
     VT_CHECK(s.device() == device_, "model ", what, ": a stream on ", s.device().str(),
              " for a model on ", device_.str());

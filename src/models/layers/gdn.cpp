@@ -95,8 +95,11 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
     vt::gated_delta_rule_recurrent(s, q, k, v, g, beta, scale, in.query_start_loc,
                                    state.recurrent, in.state_slots, o);
   else
-    vt::gated_delta_rule_chunked(s, q, k, v, g, beta, scale, in.query_start_loc, state.recurrent,
-                                 in.state_slots, o);
+    // Host indices when the batch has them: the chunked kernel plans chunks from them.
+    vt::gated_delta_rule_chunked(
+        s, q, k, v, g, beta, scale,
+        in.host_query_start_loc.defined() ? in.host_query_start_loc : in.query_start_loc,
+        state.recurrent, in.host_state_slots.defined() ? in.host_state_slots : in.state_slots, o);
   vt::Tensor y = vt::Tensor::empty({T, hv, dv}, dt, dev);
   vt::gated_rms_norm(s, o, z.view({T, hv, dv}), norm_, eps_, y);
   vt::linear(s, y.view({T, hv * dv}), out_proj_, out);
