@@ -131,10 +131,12 @@ void bench_gemm() {
 
 // Paged attention over B requests of ctx cached keys and q_len new tokens each. With
 // bf16 out and q_len > 1 the step takes the tensor-core kernel (vt/cuda/attention.h);
-// an f32 out keeps the CUDA-core kernel (the "before" of the prefill rows).
+// an f32 out keeps the CUDA-core kernel (the "before" of the prefill rows). q0_extra
+// more tokens for request 0 (a decode batch with one q_len-2 request takes the
+// tensor-core kernel: how it would serve decode, next to the CUDA-core row).
 void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t hkv, int64_t d,
-                     vt::DType out_dt = vt::DType::kBF16) {
-  const int64_t bs = 16, per_req = (ctx + q_len + bs - 1) / bs, blocks = B * per_req;
+                     vt::DType out_dt = vt::DType::kBF16, int64_t q0_extra = 0) {
+  const int64_t bs = 16, per_req = (ctx + q_len + q0_extra + bs - 1) / bs, blocks = B * per_req;
   vt::Tensor kc = rand_gpu({blocks, bs, hkv, d}, vt::DType::kBF16);
   vt::Tensor vc = rand_gpu({blocks, bs, hkv, d}, vt::DType::kBF16, 1, 3);
   std::vector<int32_t> perm(static_cast<size_t>(blocks));
@@ -144,26 +146,30 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
   std::copy(perm.begin(), perm.end(), bt.data<int32_t>());
   std::vector<int32_t> qsl{0}, lens;
   for (int64_t b = 0; b < B; ++b) {
-    qsl.push_back(int32_t(qsl.back() + q_len));
-    lens.push_back(int32_t(ctx + q_len));
+    const int64_t n = q_len + (b == 0 ? q0_extra : 0);
+    qsl.push_back(int32_t(qsl.back() + n));
+    lens.push_back(int32_t(ctx + n));
   }
-  const int64_t T = B * q_len;
+  const int64_t T = B * q_len + q0_extra;
   vt::Tensor q = rand_gpu({T, hq, d}, vt::DType::kBF16), out = rand_gpu({T, hq, d}, out_dt);
   vt::Tensor qt = i32(qsl), lt = i32(lens);
   const double ms = time_ms([&] {
     vt::paged_attention(*g_gpu, q, kc, vc, qt, lt, bt, 1.0f / std::sqrt(float(d)), out);
   });
   // Fewest bytes: every cached key and value read once, q read and out written once.
-  const double kv_bytes = double(B) * double(ctx + q_len) * double(hkv * d) * 2 * 2;
+  const double kv_bytes = double(B * (ctx + q_len) + q0_extra) * double(hkv * d) * 2 * 2;
   const double bytes = kv_bytes + 2.0 * double(T * hq * d) * 2;
   // FLOPs: q.k and p.v, 2 each per (query, visible key, dim).
   double pairs = 0;
   for (int64_t j = 0; j < q_len; ++j) pairs += double(ctx + j + 1);
-  const double flops = 4.0 * double(B) * pairs * double(hq * d);
+  pairs *= double(B);
+  for (int64_t j = q_len; j < q_len + q0_extra; ++j) pairs += double(ctx + j + 1);
+  const double flops = 4.0 * pairs * double(hq * d);
   row("paged_attention B=" + std::to_string(B) + " ctx=" + std::to_string(ctx) + " q=" +
-          std::to_string(q_len) + " Hq/Hkv=" + std::to_string(hq) + "/" + std::to_string(hkv) +
-          " D=" + std::to_string(d) +
-          (out_dt == vt::DType::kBF16 ? (q_len > 1 ? " mma" : "") : " f32 out (CUDA cores)"),
+          std::to_string(q_len) + (q0_extra ? "(+" + std::to_string(q0_extra) + ")" : "") +
+          " Hq/Hkv=" + std::to_string(hq) + "/" + std::to_string(hkv) + " D=" + std::to_string(d) +
+          (out_dt != vt::DType::kBF16 ? " f32 out (CUDA cores)"
+                                      : (q_len + q0_extra > 1 ? " mma" : "")),
       ms, bytes, flops);
 }
 
@@ -229,6 +235,12 @@ int main() {
   bench_attention(1, 4096, 512, 16, 4, 256);  // a chunk after a 4K prefix
   bench_attention(1, 0, 4096, 32, 8, 128);    // Qwen3-style head_dim 128
   bench_attention(1, 0, 4096, 16, 4, 256, vt::DType::kF32);
+  // Decode through the tensor-core kernel (request 0 has 2 tokens), next to the rows
+  // above and the CUDA-core decode at the default shape: data for the decode rule.
+  bench_attention(64, 4096, 1, 24, 4, 256, vt::DType::kBF16, 1);
+  bench_attention(1, 32768, 1, 24, 4, 256, vt::DType::kBF16, 1);
+  bench_attention(64, 4096, 1, 16, 4, 256);
+  bench_attention(64, 4096, 1, 16, 4, 256, vt::DType::kBF16, 1);
   bench_gdn(64, 1, 16, 48, false);            // decode step, 64 requests
   bench_gdn(256, 1, 16, 48, false);
   bench_gdn(1, 4096, 16, 48, false);          // prefill by the token loop (the old path)
