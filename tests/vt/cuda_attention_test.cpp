@@ -186,7 +186,7 @@ TEST(CudaPagedAttention, LongContextDecodeUsesSplitK) {
 // f16 (8x finer) rel 2^-10 + 2^-9 rms.
 void run_flash_case(Streams& s, const std::vector<int64_t>& ctx, const std::vector<int64_t>& qlen,
                     int64_t hq, int64_t hkv, int64_t d, DType dt, int64_t block_size,
-                    uint64_t seed, const std::string& what) {
+                    uint64_t seed, const std::string& what, int64_t q_pad = 32) {
   int64_t widest = 0;
   for (size_t b = 0; b < ctx.size(); ++b)
     widest = std::max(widest, (ctx[b] + qlen[b] + block_size - 1) / block_size);
@@ -199,7 +199,7 @@ void run_flash_case(Streams& s, const std::vector<int64_t>& ctx, const std::vect
   Tensor v = randn({bt.tokens, hkv, d}, dt, 1.0, seed + 4);
   kv_cache_write(s.cpu, k, v, bt.slot_mapping, kc, vc);
   kv_cache_write(s.gpu, s.up(k), s.up(v), bt.slot_mapping, kc_g, vc_g);
-  Tensor qbig = randn({bt.tokens, hq, d + 32}, dt, 1.0, seed + 5);
+  Tensor qbig = randn({bt.tokens, hq, d + q_pad}, dt, 1.0, seed + 5);
   const float scale = 1.0f / std::sqrt(float(d));
   Tensor want = Tensor::empty({bt.tokens, hq, d}, dt);
   paged_attention(s.cpu, qbig.slice(2, 0, d), kc, vc, bt.qsl, bt.seq_lens, bt.block_table, scale,
@@ -239,6 +239,9 @@ TEST(CudaFlashPrefill, HeadDim128GqaRatios1And4And8) {
   // Groups that do not divide the 64-row tile: 6 (27B) and 20 (head_dim 64).
   run_flash_case(s, {40, 0}, {77, 33}, 24, 4, 256, DType::kBF16, 16, 630, "d256 gqa6");
   run_flash_case(s, {9}, {40}, 40, 2, 64, DType::kF16, 16, 640, "d64 gqa20");
+  // q rows 4 elements apart: not 16-byte aligned, so the CUDA-core kernel serves the
+  // step (the rule in vt/cuda/attention.h), with the same rounding points.
+  run_flash_case(s, {30}, {50}, 16, 4, 256, DType::kBF16, 16, 650, "unaligned q", 4);
 }
 
 TEST(CudaFlashPrefill, HeadDim256Gqa8AndSplitKOverLongContext) {
