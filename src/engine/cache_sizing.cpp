@@ -43,7 +43,8 @@ std::string CachePlan::describe() const {
   return str_cat("kv cache: ", u, " x ", gib(total), " total = ", gib(uint64_t(utilization * double(total))),
                  "; - ", gib(in_use), " in use after load (weights ", gib(weights),
                  ") - activation peak ", gib(activation_peak), " (profile step of ", profile_tokens,
-                 " tokens) - ", num_state_slots, " GDN state slots ", gib(state_bytes), " = ",
+                 " tokens) - ", num_state_slots, " GDN state slots ", gib(state_bytes),
+                 " - CUDA graphs ", gib(graph_bytes), " = ",
                  gib(kv_bytes()), ": ", num_blocks, " blocks of ", block_size, " tokens (",
                  bytes_per_block, " bytes each), ", int64_t(num_blocks) * block_size,
                  " tokens of KV");
@@ -51,7 +52,8 @@ std::string CachePlan::describe() const {
 
 CachePlan plan_cache(double utilization, uint64_t total, uint64_t in_use, uint64_t weights,
                      uint64_t activation_peak, int64_t profile_tokens, int32_t num_state_slots,
-                     int64_t block_size, const CacheFootprint& footprint) {
+                     int64_t block_size, const CacheFootprint& footprint,
+                     uint64_t graph_bytes) {
   VT_CHECK(utilization > 0 && utilization <= 1, "--gpu-memory-utilization ", utilization,
            ": expected (0, 1]");
   VT_CHECK(footprint.bytes_per_block > 0, "kv cache: the model has no attention layer to size");
@@ -66,12 +68,13 @@ CachePlan plan_cache(double utilization, uint64_t total, uint64_t in_use, uint64
   p.state_bytes = uint64_t(num_state_slots) * uint64_t(footprint.bytes_per_state_slot);
   p.block_size = block_size;
   p.bytes_per_block = uint64_t(footprint.bytes_per_block);
+  p.graph_bytes = graph_bytes;
   const double left = utilization * double(total) - double(in_use) - double(activation_peak) -
-                      double(p.state_bytes);
+                      double(p.state_bytes) - double(graph_bytes);
   const double blocks = left / double(p.bytes_per_block);
   VT_CHECK(blocks >= 1, "kv cache: no room for one block: ", utilization, " x ", gib(total), " - ",
            gib(in_use), " in use - ", gib(activation_peak), " activations - ", gib(p.state_bytes),
-           " GDN state = ", left / double(uint64_t(1) << 30),
+           " GDN state - ", gib(graph_bytes), " CUDA graphs = ", left / double(uint64_t(1) << 30),
            " GiB; raise --gpu-memory-utilization or lower --max-num-seqs");
   // The block ids are int32 and block 0 is the null block.
   p.num_blocks = int32_t(std::min(blocks, double((int64_t(1) << 31) - 2)));

@@ -6,6 +6,8 @@
 //     workspace, op scratch), measured
 //   - the activation peak of the largest step (a profile forward), measured
 //   - the GDN state slots (one per running request plus snapshots)
+//   - what CUDA graphs hold (the runner's estimate: their logits outputs and the
+//     activations of the largest capture; 0 with --enforce-eager)
 // leaves, in whole blocks. CacheFootprint counts the bytes of one block and of
 // one state slot from the model's CacheSpec; plan_cache() does the arithmetic
 // and CachePlan::describe() prints it (the runner logs that line).
@@ -37,6 +39,7 @@ struct CachePlan {
   int64_t profile_tokens = 0;
   int32_t num_state_slots = 0;   // running slots + snapshots
   uint64_t state_bytes = 0;
+  uint64_t graph_bytes = 0;      // reserved for CUDA graphs
   int64_t block_size = 0;
   uint64_t bytes_per_block = 0;
   int32_t num_blocks = 0;        // usable blocks (the null block excluded)
@@ -47,7 +50,8 @@ struct CachePlan {
 // The arithmetic above; throws naming the numbers when not even one block fits.
 CachePlan plan_cache(double utilization, uint64_t total, uint64_t in_use, uint64_t weights,
                      uint64_t activation_peak, int64_t profile_tokens, int32_t num_state_slots,
-                     int64_t block_size, const CacheFootprint& footprint);
+                     int64_t block_size, const CacheFootprint& footprint,
+                     uint64_t graph_bytes = 0);
 
 struct DeviceMemory {
   uint64_t free = 0, total = 0;

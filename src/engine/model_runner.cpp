@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "models/registry.h"
 #include "vt/ops/copy.h"
+#include "vt/ops/embedding.h"
 #include "vt/ops/sampling.h"
 
 namespace vtllm::engine {
@@ -18,8 +19,30 @@ bool needs_state_slots(const models::Model& model) {
   });
 }
 
+std::vector<int32_t> graph_sizes(int32_t max_batch) {
+  std::vector<int32_t> v;
+  for (int32_t n : {1, 2, 4})
+    if (n <= max_batch) v.push_back(n);
+  for (int32_t n = 8; n <= max_batch; n += n < 32 ? 8 : 16) v.push_back(n);
+  if (max_batch > 0 && (v.empty() || v.back() != max_batch)) v.push_back(max_batch);
+  return v;
+}
+
+int32_t graph_size_for(const std::vector<int32_t>& sizes, int64_t batch) {
+  for (int32_t n : sizes)
+    if (n >= batch) return n;
+  return 0;
+}
+
+// One captured decode step: the graph and the logits [size, vocab] it writes.
+struct ModelRunner::DecodeGraph {
+  int32_t size = 0;
+  vt::cuda::GraphExecPtr exec;
+  vt::Tensor logits;  // held: its graph-pool block must not serve another graph
+};
+
 ModelRunner::ModelRunner(std::unique_ptr<vt::Stream> stream, std::unique_ptr<models::Model> model,
-                         const KvCacheConfig& kv)
+                         const KvCacheConfig& kv, const std::optional<GraphOptions>& graphs)
     : stream_(std::move(stream)), model_(std::move(model)), kv_(kv) {
   VT_CHECK(stream_ && model_, "model runner: needs a stream and a model");
   VT_CHECK(stream_->device() == model_->device(), "model runner: a ", stream_->device().str(),
@@ -28,12 +51,77 @@ ModelRunner::ModelRunner(std::unique_ptr<vt::Stream> stream, std::unique_ptr<mod
   if (needs_state_slots_ && kv.num_state_slots <= 0)
     VT_THROW("model runner: the model has GDN layers, so num_state_slots must be > 0 (got ",
              kv.num_state_slots, ")");
-  cache_ = std::make_unique<models::ModelCache>(
-      *stream_, model_->cache_spec(), kv.num_blocks, kv.block_size,
-      needs_state_slots_ ? kv.num_state_slots + kv.num_state_snapshots : 0, model_->dtype());
+  graphs_enabled_ = graphs.has_value() && !graphs->enforce_eager && stream_->device().is_cuda() &&
+                   graphs->max_batch > 0;
+  int32_t slots = needs_state_slots_ ? kv.num_state_slots + kv.num_state_snapshots : 0;
+  if (graphs_enabled_) {
+    graph_opts_ = *graphs;
+    graph_opts_.max_context =
+        std::min<int64_t>(graph_opts_.max_context, int64_t(kv.num_blocks - 1) * kv.block_size);
+    graphs_enabled_ = graph_opts_.max_context > 0;
+    sizes_ = graph_sizes(graph_opts_.max_batch);
+    if (needs_state_slots_) pad_state_slot_ = slots++;  // scratch state of padding rows
+  }
+  cache_ = std::make_unique<models::ModelCache>(*stream_, model_->cache_spec(), kv.num_blocks,
+                                                kv.block_size, slots, model_->dtype());
 }
 
-ModelRunner::~ModelRunner() = default;
+ModelRunner::~ModelRunner() {
+  if (graphs_.empty()) return;
+  try {
+    stream_->synchronize();
+    graphs_.clear();
+    graph_inputs_ = vt::Tensor();
+    vt::cuda::release_graph_pool(stream_->device().index);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vtllm: releasing CUDA graphs failed: %s\n", e.what());
+  }
+}
+
+models::StepLayout ModelRunner::layout_for(int32_t size) const {
+  models::StepLayout l;
+  l.batch = size;
+  l.table_width = (graph_opts_.max_context + kv_.block_size - 1) / kv_.block_size;
+  l.pad_state_slot = pad_state_slot_;
+  l.bounds = vt::AttentionBounds{size, 1, graph_opts_.max_context};
+  return l;
+}
+
+ModelRunner::DecodeGraph& ModelRunner::graph_for(int32_t size) {
+  for (auto& g : graphs_)
+    if (g->size == size) return *g;
+  if (!graph_inputs_.defined()) {  // outside the graph pool, sized for the largest capture
+    const int64_t bytes = model_->packed_input_bytes(layout_for(sizes_.back()));
+    graph_inputs_ = vt::Tensor::empty({(bytes + 7) / 8}, vt::DType::kI64, stream_->device());
+  }
+  // A step of padding rows only: it reads the null block and writes the scratch slot.
+  models::ForwardBatch pad;
+  pad.block_size = kv_.block_size;
+  pad.query_start_loc = {0};
+  const models::StepLayout layout = layout_for(size);
+  const models::BatchInputs in = model_->prepare(*stream_, pad, *cache_, &layout, &graph_inputs_);
+  std::vector<int32_t> rows(static_cast<size_t>(size));
+  for (int32_t r = 0; r < size; ++r) rows[size_t(r)] = r;
+  {  // eagerly first: op scratch and cuBLASLt plans reach their sizes outside the capture
+    const vt::Tensor hidden = model_->forward_prepared(*stream_, in, *cache_);
+    model_->compute_logits(*stream_, hidden, rows);
+    stream_->synchronize();
+  }
+  auto g = std::make_unique<DecodeGraph>();
+  g->size = size;
+  stream_->begin_capture();
+  try {
+    const vt::Tensor hidden = model_->forward_prepared(*stream_, in, *cache_);
+    g->logits = model_->compute_logits(*stream_, hidden, rows);
+    g->exec = stream_->end_capture();
+  } catch (...) {
+    stream_->abort_capture();
+    throw;
+  }
+  graphs_.push_back(std::move(g));
+  return *graphs_.back();
+}
+
 
 void ModelRunner::copy_states(const std::vector<StateCopy>& copies) {
   if (copies.empty()) return;
@@ -112,10 +200,11 @@ ForwardBatch profile_batch(int64_t tokens, int32_t requests, int block_size, int
 
 std::unique_ptr<ModelRunner> ModelRunner::load(const io::ModelConfig& config,
                                                const std::string& dir, const KvCacheConfig& kv,
-                                               const models::LoadConfig& load) {
+                                               const models::LoadConfig& load,
+                                               const std::optional<GraphOptions>& graphs) {
   auto stream = std::make_unique<vt::Stream>(load.device);
   auto model = models::load_model(config, dir, *stream, load);
-  return std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv);
+  return std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv, graphs);
 }
 
 std::unique_ptr<ModelRunner> ModelRunner::load(const std::string& dir, const KvCacheConfig& kv) {
@@ -126,8 +215,9 @@ std::unique_ptr<ModelRunner> ModelRunner::load_sized(const io::ModelConfig& conf
                                                      const std::string& dir,
                                                      const KvCacheConfig& kv_in,
                                                      const models::LoadConfig& load,
-                                                     const MemoryBudget& budget, bool quiet) {
-  if (!load.device.is_cuda()) return ModelRunner::load(config, dir, kv_in, load);
+                                                     const MemoryBudget& budget, bool quiet,
+                                                     const std::optional<GraphOptions>& graphs) {
+  if (!load.device.is_cuda()) return ModelRunner::load(config, dir, kv_in, load, graphs);
   VT_CHECK(budget.max_num_batched_tokens > 0 && budget.max_num_seqs > 0,
            "model runner: the memory budget needs max_num_batched_tokens and max_num_seqs > 0");
   auto stream = std::make_unique<vt::Stream>(load.device);
@@ -165,15 +255,29 @@ std::unique_ptr<ModelRunner> ModelRunner::load_sized(const io::ModelConfig& conf
   // The sampler can miss a live set shorter than one sample: keep 10% + 64 MiB over
   // what it saw.
   const uint64_t activation = peak + peak / 10 + (uint64_t(64) << 20);
-  const int32_t slots = hybrid ? kv_in.num_state_slots + kv_in.num_state_snapshots : 0;
+  // CUDA graphs (captured later, lazily): every capture size's logits output stays held,
+  // and the pool holds about the largest capture's activations, estimated from the
+  // profile's per-token peak (x2: decode steps keep no less per token) + the packed
+  // input buffer and 64 MiB of slack. One more GDN slot: the padding rows' scratch.
+  const bool graphs_on = graphs && !graphs->enforce_eager && graphs->max_batch > 0;
+  uint64_t graph_bytes = 0;
+  if (graphs_on) {
+    for (int32_t n : graph_sizes(graphs->max_batch))
+      graph_bytes += uint64_t(n) * uint64_t(model->vocab_size()) * vt::dtype_size(model->dtype());
+    graph_bytes += peak / uint64_t(std::max<int64_t>(tokens, 1)) * uint64_t(graphs->max_batch) * 2 +
+                   (uint64_t(64) << 20);
+  }
+  const int32_t slots =
+      hybrid ? kv_in.num_state_slots + kv_in.num_state_snapshots + (graphs_on ? 1 : 0) : 0;
   CachePlan plan = plan_cache(budget.gpu_memory_utilization, after_profile.total,
                               after_profile.used(), weights, activation, tokens, slots,
                               kv_in.block_size,
-                              cache_footprint(model->cache_spec(), kv_in.block_size, model->dtype()));
+                              cache_footprint(model->cache_spec(), kv_in.block_size, model->dtype()),
+                              graph_bytes);
   if (!quiet) std::fprintf(stderr, "vtllm: %s\n", plan.describe().c_str());
   KvCacheConfig kv = kv_in;
   kv.num_blocks = plan.num_blocks + 1;  // + the null block
-  auto runner = std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv);
+  auto runner = std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv, graphs);
   runner->plan_ = plan;
   return runner;
 }
@@ -181,6 +285,8 @@ std::unique_ptr<ModelRunner> ModelRunner::load_sized(const io::ModelConfig& conf
 int64_t ModelRunner::vocab_size() const { return model_->vocab_size(); }
 
 vt::Tensor ModelRunner::run(const ForwardBatch& fb) {
+  if (graphs_enabled_)
+    if (std::optional<vt::Tensor> logits = run_graph(fb)) return *logits;
   const models::ForwardBatch mb = to_model_batch(fb, needs_state_slots_);
   copy_states(fb.state_copies_before);
   const vt::Tensor hidden = model_->forward(*stream_, mb, *cache_);
@@ -232,6 +338,48 @@ vt::SampleOutput ModelRunner::execute_sampled(const ForwardBatch& fb,
     return none;
   }
   return vt::sample(*stream_, logits, sampling);  // waits for the stream
+}
+
+std::optional<vt::Tensor> ModelRunner::run_graph(const ForwardBatch& fb) {
+  const int64_t B = int64_t(fb.seq_lens.size());
+  if (B == 0 || fb.logits_indices.empty() || int64_t(fb.token_ids.size()) != B ||
+      int64_t(fb.query_start_loc.size()) != B + 1 || int64_t(fb.context_lens.size()) != B)
+    return std::nullopt;
+  for (int64_t r = 0; r < B; ++r)
+    if (fb.query_start_loc[size_t(r + 1)] - fb.query_start_loc[size_t(r)] != 1 ||
+        fb.context_lens[size_t(r)] <= 0 || fb.seq_lens[size_t(r)] > graph_opts_.max_context)
+      return std::nullopt;
+  const int32_t size = graph_size_for(sizes_, B);
+  const models::StepLayout layout = layout_for(size);
+  if (size == 0 || fb.max_blocks_per_seq > layout.table_width) return std::nullopt;
+  const models::ForwardBatch mb = to_model_batch(fb, needs_state_slots_);
+  vt::Tensor logits;
+  if (graph_opts_.padded_eager) {  // tests: the same inputs, run eagerly
+    copy_states(fb.state_copies_before);
+    if (!graph_inputs_.defined()) {
+      const int64_t bytes = model_->packed_input_bytes(layout_for(sizes_.back()));
+      graph_inputs_ = vt::Tensor::empty({(bytes + 7) / 8}, vt::DType::kI64, stream_->device());
+    }
+    const models::BatchInputs in = model_->prepare(*stream_, mb, *cache_, &layout, &graph_inputs_);
+    std::vector<int32_t> rows(static_cast<size_t>(size));
+    for (int32_t r = 0; r < size; ++r) rows[size_t(r)] = r;
+    logits = model_->compute_logits(*stream_, model_->forward_prepared(*stream_, in, *cache_), rows);
+  } else {
+    DecodeGraph& g = graph_for(size);  // before this step's inputs land in the buffer
+    copy_states(fb.state_copies_before);
+    model_->prepare(*stream_, mb, *cache_, &layout, &graph_inputs_);  // the one packed copy
+    stream_->replay(*g.exec);
+    logits = g.logits;
+  }
+  copy_states(fb.state_copies_after);
+  const auto& want = fb.logits_indices;
+  bool prefix = true;
+  for (size_t i = 0; prefix && i < want.size(); ++i) prefix = want[i] == int32_t(i);
+  if (prefix) return logits.slice(0, 0, int64_t(want.size()));
+  vt::Tensor picked = vt::Tensor::empty({int64_t(want.size()), logits.size(1)}, logits.dtype(),
+                                        logits.device());
+  vt::embedding(*stream_, logits, models::index_tensor(want), picked);  // a row gather
+  return picked;
 }
 
 }  // namespace vtllm::engine

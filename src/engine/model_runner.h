@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/cache_sizing.h"
 #include "engine/kv_cache_manager.h"
@@ -32,18 +33,47 @@ struct MemoryBudget {
   int32_t max_num_seqs = 256;
 };
 
+// CUDA graphs for decode-only steps (vLLM's cudagraph mode; enforce_eager turns
+// them off). A decode-only step (every request one new token after a non-empty
+// context) of B <= max_batch requests whose seq_lens are all <= max_context runs as
+// the replay of a graph captured for the next capture size N >= B (graph_sizes()),
+// padded with requests that read the null block, write no KV slot and keep GDN state
+// in a scratch slot the runner reserves past the engine's (num_state_slots +
+// num_state_snapshots). The step's indices are copied into the graphs' fixed input
+// buffer (one packed copy), the graph replays, and the logits rows come from its
+// fixed output. Graphs are captured lazily, on the first step of each size (each
+// capture runs the step once eagerly first, on padding only, to size op scratch and
+// cuBLASLt plans). Other steps (prefill, mixed, longer contexts) run eagerly.
+// Graph activations live in the allocator's graph pool (vt/cuda/api.h), shared by
+// all graphs; load_sized counts them in the cache plan.
+struct GraphOptions {
+  bool enforce_eager = false;
+  int32_t max_batch = 64;       // the largest capture size (logits of N rows stay held)
+  int64_t max_context = 16384;  // graphs' attention bound L (capped at the cache's slots)
+  // Tests: run the graph path's padded inputs eagerly instead of replaying, to show
+  // replay == eager bit for bit.
+  bool padded_eager = false;
+};
+// The capture sizes up to max_batch: 1, 2, 4, 8, then every multiple of 8 to 32,
+// then of 16 (vLLM's list), and max_batch itself.
+std::vector<int32_t> graph_sizes(int32_t max_batch);
+// The capture size for a decode batch of `batch` requests (0: none fits).
+int32_t graph_size_for(const std::vector<int32_t>& sizes, int64_t batch);
+
 class ModelRunner final : public ModelExecutor {
  public:
-  // Throws when the model has GDN layers and kv has no state slots.
+  // Throws when the model has GDN layers and kv has no state slots. Graphs are used
+  // on CUDA only, and only when `graphs` is given and not enforce_eager.
   ModelRunner(std::unique_ptr<vt::Stream> stream, std::unique_ptr<models::Model> model,
-              const KvCacheConfig& kv);
+              const KvCacheConfig& kv, const std::optional<GraphOptions>& graphs = std::nullopt);
   ~ModelRunner() override;
 
   // Loads the model of `config` from DIR (safetensors, or dummy weights with
   // load.format == kDummy) on load.device with kv.num_blocks blocks.
   static std::unique_ptr<ModelRunner> load(const io::ModelConfig& config, const std::string& dir,
                                            const KvCacheConfig& kv,
-                                           const models::LoadConfig& load = {});
+                                           const models::LoadConfig& load = {},
+                                           const std::optional<GraphOptions>& graphs = std::nullopt);
   // The same with DIR/config.json, on the CPU from safetensors.
   static std::unique_ptr<ModelRunner> load(const std::string& dir, const KvCacheConfig& kv);
 
@@ -55,7 +85,9 @@ class ModelRunner final : public ModelExecutor {
   static std::unique_ptr<ModelRunner> load_sized(const io::ModelConfig& config,
                                                  const std::string& dir, const KvCacheConfig& kv,
                                                  const models::LoadConfig& load,
-                                                 const MemoryBudget& budget, bool quiet = false);
+                                                 const MemoryBudget& budget, bool quiet = false,
+                                                 const std::optional<GraphOptions>& graphs =
+                                                     std::nullopt);
 
   int64_t vocab_size() const override;
   std::vector<float> execute(const ForwardBatch& batch) override;
@@ -75,11 +107,20 @@ class ModelRunner final : public ModelExecutor {
   const KvCacheConfig& kv_config() const { return kv_; }
   // How the cache was sized (load_sized on CUDA only).
   const std::optional<CachePlan>& cache_plan() const { return plan_; }
+  // Graphs: whether steps may replay them, and how many were captured so far.
+  bool uses_graphs() const { return graphs_enabled_; }
+  size_t num_graphs() const { return graphs_.size(); }
 
  private:
   void copy_states(const std::vector<StateCopy>& copies);
   // forward() of the batch and the device logits of batch.logits_indices (undefined if none).
   vt::Tensor run(const ForwardBatch& batch);
+
+  // The graph path of run() (nullopt: the step is not for a graph).
+  std::optional<vt::Tensor> run_graph(const ForwardBatch& batch);
+  struct DecodeGraph;
+  DecodeGraph& graph_for(int32_t size);
+  models::StepLayout layout_for(int32_t size) const;
 
   std::unique_ptr<vt::Stream> stream_;
   std::unique_ptr<models::Model> model_;
@@ -87,6 +128,12 @@ class ModelRunner final : public ModelExecutor {
   KvCacheConfig kv_;
   bool needs_state_slots_;
   std::optional<CachePlan> plan_;
+  GraphOptions graph_opts_;
+  bool graphs_enabled_ = false;
+  std::vector<int32_t> sizes_;
+  int32_t pad_state_slot_ = -1;
+  vt::Tensor graph_inputs_;  // the packed-input buffer every graph reads (fixed address)
+  std::vector<std::unique_ptr<DecodeGraph>> graphs_;
 };
 
 // True when any layer of the model keeps GDN state (a hybrid model).
