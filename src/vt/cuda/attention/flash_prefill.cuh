@@ -270,10 +270,13 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
           }
         l[i] = l[i] * corr + sum;  // this thread's keys only; the quad is summed at the end
         m[i] = mx;
+        // Once the maxima settle most tiles leave corr = 1: skip the multiplies then.
+        if (__any_sync(0xffffffffu, corr != 1.0f)) {
 #pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-          acc[n][2 * i] *= corr;
-          acc[n][2 * i + 1] *= corr;
+          for (int n = 0; n < D / 8; ++n) {
+            acc[n][2 * i] *= corr;
+            acc[n][2 * i + 1] *= corr;
+          }
         }
       }
 
