@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
+#include "engine/llm_engine.h"
+#include "engine/model_runner.h"
 #include "engine/sampler.h"
+#include "io/config.h"
 #include "vt/device.h"
 #include "vt/ops/copy.h"
 #include "vt/ops/sampling.h"
@@ -203,6 +208,86 @@ TEST(CudaDeviceSampler, MatchesSamplerAtQwenVocab) {
       compare_paths(s, logits, vocab, cases, {.seed = 5, .logprobs_mode = mode}, 1e-4,
                     "batch " + std::to_string(batch));
   }
+}
+
+// A runner with the sampling path chosen by the test.
+class Forced final : public ModelExecutor {
+ public:
+  Forced(std::unique_ptr<ModelRunner> r, bool on_device) : runner_(std::move(r)), on_device_(on_device) {}
+  int64_t vocab_size() const override { return runner_->vocab_size(); }
+  std::vector<float> execute(const ForwardBatch& b) override { return runner_->execute(b); }
+  bool samples_on_device() const override { return on_device_; }
+  vt::SampleOutput execute_sampled(const ForwardBatch& b, const vt::SampleBatch& s) override {
+    return runner_->execute_sampled(b, s);
+  }
+
+ private:
+  std::unique_ptr<ModelRunner> runner_;
+  bool on_device_;
+};
+
+// The tiny Qwen3 fixture through LlmEngine on `dev` with seeded and unseeded sampled
+// requests (penalties, top-k/top-p, logprobs): every token and logprob of the run.
+std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>> run_engine(
+    vt::Device dev, bool device_path) {
+  const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3-tiny";
+  models::LoadConfig load;
+  load.device = dev;
+  load.progress = io::LoadOptions::Progress::kNever;
+  EngineConfig cfg;
+  cfg.scheduler.max_num_batched_tokens = 256;
+  cfg.scheduler.max_num_seqs = 8;
+  cfg.scheduler.max_model_len = 128;
+  cfg.kv_cache.block_size = 4;
+  cfg.kv_cache.num_blocks = 400;
+  cfg.sampler.seed = 77;
+  auto runner = ModelRunner::load(io::load_model_config(dir), dir, cfg.kv_cache, load);
+  EXPECT_EQ(runner->samples_on_device(), dev.is_cuda());
+  LlmEngine engine(cfg, std::make_unique<Forced>(std::move(runner), device_path));
+  std::mt19937 rng(3);
+  for (int i = 0; i < 6; ++i) {
+    SamplingParams p;
+    p.temperature = i == 0 ? 0.0f : 0.8f;
+    p.top_p = 0.9f;
+    p.top_k = i % 2 ? 40 : 0;
+    p.repetition_penalty = i % 3 ? 1.2f : 1.0f;
+    p.max_tokens = 16;
+    if (i % 2) p.seed = 1000 + i;
+    if (i == 3) p.logprobs = 3;
+    std::vector<int32_t> prompt;
+    for (int t = 0; t < 5 + i; ++t) prompt.push_back(int32_t(rng() % 200) + 3);
+    engine.add_request("r" + std::to_string(i), prompt, p);
+  }
+  std::map<std::string, std::vector<int32_t>> tokens;
+  std::vector<float> lps;
+  while (engine.has_unfinished())
+    for (const EngineOutput& o : engine.step()) {
+      tokens[o.request_id].insert(tokens[o.request_id].end(), o.new_token_ids.begin(),
+                                  o.new_token_ids.end());
+      for (const SampleResult& l : o.logprobs) lps.push_back(l.logprob);
+    }
+  return {tokens, lps};
+}
+
+void expect_same_run(const std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>>& a,
+                     const std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>>& b,
+                     double tol) {
+  EXPECT_EQ(a.first.size(), 6u);
+  EXPECT_FALSE(a.second.empty());
+  EXPECT_EQ(a.first, b.first);
+  ASSERT_EQ(a.second.size(), b.second.size());
+  for (size_t i = 0; i < a.second.size(); ++i) EXPECT_NEAR(a.second[i], b.second[i], tol) << i;
+}
+
+TEST(DeviceSampler, EngineTakesTheDevicePathWithTheHostPathsTokens) {
+  expect_same_run(run_engine(vt::Device::cpu(), true), run_engine(vt::Device::cpu(), false), 1e-5);
+}
+
+// On cuda:0 (the engine's default path there) against the host path on the same logits.
+TEST(CudaDeviceSampler, EngineOnCudaSamplesAsTheHostPath) {
+  if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  expect_same_run(run_engine(vt::Device::cuda(0), true), run_engine(vt::Device::cuda(0), false),
+                  1e-4);
 }
 
 }  // namespace

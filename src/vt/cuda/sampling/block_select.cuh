@@ -5,11 +5,11 @@
 //
 //   radix_select: the largest key K among the row's keys such that pred(weight of
 //     keys >= K) holds, where the weight of a key is 1 (a count: top_k, top-N) or its
-//     fixed-point mass (top_p). Four passes of 8 bits from the most significant;
-//     each pass histograms the keys that match the prefix so far (warp-private
-//     histograms, shared-memory atomics), then one warp finds the digit where the
-//     descending cumulative weight first satisfies pred. Returns K and the weight of
-//     the keys strictly above it.
+//     fixed-point mass (top_p). Three passes (12, 10, 10 bits) from the most
+//     significant; each pass histograms the keys that match the prefix so far (one
+//     block-wide histogram, shared-memory atomics), then one warp finds the digit
+//     where the descending cumulative weight first satisfies pred. Returns K and the
+//     weight of the keys strictly above it.
 //   nth_match: the id of the n-th (1-based) index in ascending order that satisfies a
 //     predicate; warps own contiguous segments (counts, then one warp rescans its
 //     segment 32 ids at a time with ballots).
@@ -25,10 +25,14 @@ namespace vt::cuda::sampling {
 
 inline constexpr int kThreads = 512;
 inline constexpr int kWarps = kThreads / kWarp;
-inline constexpr int kDigits = 256;
+// radix_select's passes over the 32-bit key: 12 bits (sign, exponent, 3 mantissa bits:
+// logits spread over ~100 bins, so shared atomics rarely collide), then 10 and 10.
+__device__ constexpr int kPassShift[3] = {20, 10, 0};
+__device__ constexpr int kPassBits[3] = {12, 10, 10};
+inline constexpr int kMaxBins = 4096;
 
 struct BlockShared {
-  unsigned long long hist[kWarps][kDigits];  // radix_select's warp-private histograms
+  unsigned long long hist[kMaxBins];  // radix_select's histogram
   unsigned long long warp_u64[kWarps];
   double warp_f64[kWarps];
   float warp_f32[kWarps];
@@ -125,27 +129,34 @@ template <class KeyWeight, class Pred>
 __device__ Selected radix_select(BlockShared& sh, int64_t n, KeyWeight key_weight, Pred pred) {
   uint32_t prefix = 0, mask = 0;
   unsigned long long above = 0;
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < kWarps * kDigits; i += kThreads) (&sh.hist[0][0])[i] = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    const int shift = kPassShift[pass], bins = 1 << kPassBits[pass];
+    for (int i = threadIdx.x; i < bins; i += kThreads) sh.hist[i] = 0;
     __syncthreads();
-    unsigned long long* hist = sh.hist[warp_id()];
-    for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-      uint32_t key;
-      const unsigned long long w = key_weight(i, &key);
-      if (w != 0 && (key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 0xffu], w);
+    // Whole warps per step: when every counted lane of a warp hits one bin (masked
+    // tokens all at -inf, a narrowed prefix), one atomic adds the warp's sum.
+    for (int64_t base = 0; base < n; base += kThreads) {
+      const int64_t i = base + threadIdx.x;
+      uint32_t key = 0;
+      unsigned long long w = i < n ? key_weight(i, &key) : 0ull;
+      if ((key & mask) != prefix) w = 0;
+      const uint32_t digit = (key >> shift) & uint32_t(bins - 1);
+      const uint32_t lo = __reduce_min_sync(0xffffffffu, w ? digit : 0xffffffffu);
+      const uint32_t hi = __reduce_max_sync(0xffffffffu, w ? digit : 0u);
+      if (lo == hi) {
+        for (int o = kWarp / 2; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
+        if (lane_id() == 0) atomicAdd(&sh.hist[lo], w);
+      } else if (w != 0) {
+        atomicAdd(&sh.hist[digit], w);
+      }
     }
     __syncthreads();
     if (warp_id() == 0) {
-      // Lane l owns digits 255 - 8l ... 248 - 8l (descending), summed over warps.
-      const int lane = lane_id();
-      unsigned long long bins[8], own = 0;
-      for (int j = 0; j < 8; ++j) {
-        const int d = kDigits - 1 - (8 * lane + j);
-        unsigned long long t = 0;
-        for (int w = 0; w < kWarps; ++w) t += sh.hist[w][d];
-        bins[j] = t;
-        own += t;
-      }
+      // Lane l owns bins/32 digits, descending from the top: lane 0 the largest.
+      const int lane = lane_id(), per_lane = bins / kWarp;
+      const int top = bins - 1 - per_lane * lane;
+      unsigned long long own = 0;
+      for (int j = 0; j < per_lane; ++j) own += sh.hist[top - j];
       unsigned long long incl = own;
       for (int o = 1; o < kWarp; o <<= 1) {
         const unsigned long long up = __shfl_up_sync(0xffffffffu, incl, o);
@@ -155,13 +166,14 @@ __device__ Selected radix_select(BlockShared& sh, int64_t n, KeyWeight key_weigh
       const int first = hit ? __ffs(hit) - 1 : kWarp - 1;  // no hit: the lowest digits
       if (lane == first) {
         unsigned long long cum = above + (incl - own);
-        int digit = kDigits - 1 - 8 * lane - 7;
-        for (int j = 0; j < 8; ++j) {
-          if (pred(cum + bins[j])) {
-            digit = kDigits - 1 - (8 * lane + j);
+        int digit = top - (per_lane - 1);
+        for (int j = 0; j < per_lane; ++j) {
+          const unsigned long long b = sh.hist[top - j];
+          if (pred(cum + b)) {
+            digit = top - j;
             break;
           }
-          cum += bins[j];
+          cum += b;
         }
         sh.bcast_u64[0] = cum;  // weight above the chosen digit
         sh.bcast_u64[1] = static_cast<unsigned long long>(digit);
@@ -170,7 +182,7 @@ __device__ Selected radix_select(BlockShared& sh, int64_t n, KeyWeight key_weigh
     __syncthreads();
     above = sh.bcast_u64[0];
     prefix |= uint32_t(sh.bcast_u64[1]) << shift;
-    mask |= 0xffu << shift;
+    mask |= uint32_t(bins - 1) << shift;
     __syncthreads();
   }
   return {prefix, above};
