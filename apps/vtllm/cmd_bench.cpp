@@ -135,6 +135,8 @@ constexpr const char* kThroughputUsage =
     "  --repeats N                 timed prefill steps per row (default 5)\n"
     "  --gpu-memory-utilization F  share of device memory for weights + activations + cache\n"
     "                              (default 0.9)\n"
+    "  --enforce-eager             no CUDA graphs (default: decode batches up to 64 replay\n"
+    "                              graphs captured in the untimed warm-up steps)\n"
     "  --seed N                    dummy weights and prompt ids (default 0)\n"
     "  --json FILE                 write the results as JSON\n";
 
@@ -142,7 +144,7 @@ int bench_throughput(int argc, char** argv) {
   Args args(argc, argv,
             {"device", "load-format", "batch", "input-len", "output-len", "repeats", "prefill-lens",
              "gpu-memory-utilization", "seed", "json"},
-            {"help", "prefill-only"});
+            {"help", "prefill-only", "enforce-eager"});
   if (args.has("help") || args.positional().size() != 1) {
     std::fputs(kThroughputUsage, args.has("help") ? stdout : stderr);
     return args.has("help") ? 0 : 2;
@@ -159,6 +161,7 @@ int bench_throughput(int argc, char** argv) {
   c.output_len = args.get_int("output-len", 64);
   c.repeats = int(args.get_int("repeats", 5));
   c.prefill_only = args.has("prefill-only");
+  c.enforce_eager = args.has("enforce-eager");
   if (auto l = args.get("prefill-lens"))
     for (int v : parse_int_list("prefill-lens", *l)) c.prefill_lens.push_back(v);
   c.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
@@ -166,8 +169,10 @@ int bench_throughput(int argc, char** argv) {
   VT_CHECK(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
            "--input-len, --output-len and --repeats must be > 0");
 
-  std::printf("bench throughput: %s on %s, %s weights, %s, input %lld%s, batches", c.dir.c_str(),
-              c.device.str().c_str(), format.c_str(), c.prefill_only ? "prefill" : "decode",
+  std::printf("bench throughput: %s on %s%s, %s weights, %s, input %lld%s, batches", c.dir.c_str(),
+              c.device.str().c_str(),
+              c.device.is_cuda() ? (c.enforce_eager ? " (eager)" : " (cuda graphs)") : "",
+              format.c_str(), c.prefill_only ? "prefill" : "decode",
               (long long)c.input_len,
               c.prefill_only ? "" : str_cat(", ", c.output_len, " decode steps").c_str());
   for (int b : c.batches) std::printf(" %d", b);

@@ -24,7 +24,8 @@ std::vector<std::string> model_value_flags() {
 }
 
 std::vector<std::string> model_bool_flags() {
-  return {"language-model-only", "enable-prefix-caching", "no-enable-prefix-caching"};
+  return {"language-model-only", "enable-prefix-caching", "no-enable-prefix-caching",
+          "enforce-eager"};
 }
 
 const char* const kModelFlagsUsage =
@@ -47,7 +48,9 @@ const char* const kModelFlagsUsage =
     "                                --gpu-memory-utilization)\n"
     "  --enable-prefix-caching       reuse cached prompt blocks (default)\n"
     "  --no-enable-prefix-caching    do not\n"
-    "  --chat-template FILE          a Jinja chat template replacing DIR's\n";
+    "  --chat-template FILE          a Jinja chat template replacing DIR's\n"
+    "  --enforce-eager               cuda: no CUDA graphs (by default decode steps of up to\n"
+    "                                min(max-num-seqs, 64) requests replay captured graphs)\n";
 
 ModelFlags model_flags_from_args(const Args& args, const std::string& dir,
                                  int64_t default_max_num_seqs) {
@@ -86,7 +89,18 @@ ModelFlags model_flags_from_args(const Args& args, const std::string& dir,
   f.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
   VT_CHECK(f.gpu_memory_utilization > 0 && f.gpu_memory_utilization <= 1,
            "--gpu-memory-utilization ", f.gpu_memory_utilization, ": expected (0, 1]");
+  f.enforce_eager = args.has("enforce-eager");
   return f;
+}
+
+engine::GraphOptions graph_options(const ModelFlags& f, int64_t max_model_len) {
+  engine::GraphOptions g;
+  g.enforce_eager = f.enforce_eager;
+  // 64: the batches where launch overhead is a large share of a decode step; each size
+  // keeps its logits (N x vocab bf16) held, counted in the cache plan.
+  g.max_batch = int32_t(std::min<int64_t>(f.max_num_seqs, 64));
+  g.max_context = std::min<int64_t>(max_model_len, g.max_context);
+  return g;
 }
 
 ModelSetup load_model_setup(const ModelFlags& f) {
@@ -133,17 +147,18 @@ ModelSetup load_model_setup(const ModelFlags& f) {
   if (f.device.is_cpu()) {
     s.runner = engine::ModelRunner::load(s.model_config, f.dir, ec.kv_cache, load);
   } else {
+    const engine::GraphOptions graphs = graph_options(f, max_model_len);
     load.device = f.device;
     load.dtype = vt::DType::kBF16;
     if (f.num_blocks_override) {
-      s.runner = engine::ModelRunner::load(s.model_config, f.dir, ec.kv_cache, load);
+      s.runner = engine::ModelRunner::load(s.model_config, f.dir, ec.kv_cache, load, graphs);
     } else {
       engine::MemoryBudget budget;
       budget.gpu_memory_utilization = f.gpu_memory_utilization;
       budget.max_num_batched_tokens = f.max_num_batched_tokens;
       budget.max_num_seqs = int32_t(f.max_num_seqs);
-      s.runner =
-          engine::ModelRunner::load_sized(s.model_config, f.dir, ec.kv_cache, load, budget);
+      s.runner = engine::ModelRunner::load_sized(s.model_config, f.dir, ec.kv_cache, load,
+                                                 budget, false, graphs);
     }
     ec.kv_cache = s.runner->kv_config();  // load_sized set num_blocks
   }

@@ -39,7 +39,14 @@ struct ModelFlags {
   // --device: the CPU (f32), or cuda:0 (bf16, KV blocks sized from memory).
   vt::Device device = vt::Device::cpu();
   double gpu_memory_utilization = 0.9;  // CUDA only; --num-gpu-blocks-override wins
+  // --enforce-eager: no CUDA graphs (vLLM's flag); by default decode-only steps of up to
+  // min(max_num_seqs, 64) requests and min(max_model_len, 16384) tokens of context replay
+  // graphs (engine::GraphOptions).
+  bool enforce_eager = false;
 };
+
+// The runner's graph options for these flags (CUDA graphs on unless --enforce-eager).
+engine::GraphOptions graph_options(const ModelFlags& flags, int64_t max_model_len);
 
 // Reads the shared flags (validated, the error naming the flag); `max_num_seqs`
 // is the subcommand's default for --max-num-seqs.

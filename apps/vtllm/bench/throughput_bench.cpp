@@ -200,7 +200,10 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
   ThroughputResult res;
   res.device = c.device.str();
   const auto t0 = std::chrono::steady_clock::now();
-  auto runner = engine::ModelRunner::load_sized(config, c.dir, kv, load, budget, true);
+  engine::GraphOptions graphs;
+  graphs.enforce_eager = c.enforce_eager;
+  graphs.max_batch = std::min(max_batch, 64);
+  auto runner = engine::ModelRunner::load_sized(config, c.dir, kv, load, budget, true, graphs);
   res.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (runner->cache_plan()) res.cache_plan = runner->cache_plan()->describe();
@@ -316,6 +319,7 @@ std::string throughput_json(const ThroughputConfig& c, const ThroughputResult& r
   j["input_len"] = c.input_len;
   j["output_len"] = c.output_len;
   j["prefill_only"] = c.prefill_only;
+  j["enforce_eager"] = c.enforce_eager;
   j["prefill_lens"] = c.prefill_lens;
   j["load_seconds"] = r.load_seconds;
   j["cache_plan"] = r.cache_plan;

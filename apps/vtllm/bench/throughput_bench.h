@@ -78,6 +78,9 @@ struct ThroughputConfig {
   std::vector<int64_t> prefill_lens;  // extra batch-1 prefill rows
   int repeats = 5;  // timed prefill steps per row
   double gpu_memory_utilization = 0.9;
+  // CUDA graphs for the decode rows unless set (batches up to 64 replay graphs, captured
+  // in the untimed warm-up steps).
+  bool enforce_eager = false;
   uint64_t seed = 0;
 };
 
