@@ -1,7 +1,9 @@
 // vt::sample on the CPU: each row widened to f32, edited, filtered and drawn from
-// in the order of vt/ops/sampling.h, rows in parallel. Top-k by nth_element, top-p
-// by a sort of the surviving tokens; masses through vt::sampling (the CUDA arm's
-// fixed-point arithmetic); logprobs in double as the engine's log_softmax.
+// in the order of vt/ops/sampling.h, rows in parallel. Top-k and top-p by the CUDA
+// arm's algorithm run sequentially (radix select on float keys, fixed-point masses
+// through vt::sampling, the closed-form tie count), so the engine's sort-based
+// Sampler checks that algorithm on the CPU (tests/engine/device_sampler_test.cpp);
+// logprobs in double as the engine's log_softmax.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -40,24 +42,76 @@ void apply_edits(std::vector<float>& x, const SampleBatch& b, size_t r) {
   }
 }
 
+struct Selected {
+  uint32_t key;
+  uint64_t above;  // weight of the keys > key
+};
+
+// The CUDA arm's radix_select (cuda/sampling/block_select.cuh), sequentially: the
+// largest key K with pred(weight of keys >= K), by passes of 12, 10 and 10 bits.
+template <class Pred>
+Selected radix_select(const std::vector<uint32_t>& keys, const std::vector<uint64_t>& weight,
+                      Pred pred) {
+  constexpr int kShift[3] = {20, 10, 0}, kBits[3] = {12, 10, 10};
+  uint32_t prefix = 0, mask = 0;
+  uint64_t above = 0;
+  std::vector<uint64_t> hist;
+  for (int pass = 0; pass < 3; ++pass) {
+    const uint32_t bins = 1u << kBits[pass];
+    hist.assign(bins, 0);
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (weight[i] != 0 && (keys[i] & mask) == prefix)
+        hist[(keys[i] >> kShift[pass]) & (bins - 1)] += weight[i];
+    uint32_t digit = 0;  // no digit satisfies pred: the lowest, with everything above
+    uint64_t cum = above;
+    for (uint32_t d = bins; d-- > 0;) {
+      if (pred(cum + hist[d])) {
+        digit = d;
+        break;
+      }
+      cum += hist[d];
+    }
+    above = cum;
+    prefix |= digit << kShift[pass];
+    mask |= (bins - 1) << kShift[pass];
+  }
+  return {prefix, above};
+}
+
+float kth_largest(const std::vector<float>& x, int k) {
+  std::vector<uint32_t> keys(x.size());
+  for (size_t i = 0; i < x.size(); ++i) keys[i] = sampling::order_key(x[i]);
+  const std::vector<uint64_t> ones(x.size(), 1);
+  return sampling::key_value(
+      radix_select(keys, ones, [k](uint64_t c) { return c >= uint64_t(k); }).key);
+}
+
+// Top-p as the CUDA arm finds it: v* = the largest value with mass(x >= v*) >= p *
+// total; of the tokens tied at v* (lower ids first) the first c stay, c the count
+// whose mass before them is < p * total (the first always stays).
 void apply_top_p(std::vector<float>& x, float top_p, float m) {
-  std::vector<int32_t> order;
+  std::vector<uint32_t> keys(x.size());
   std::vector<uint64_t> w(x.size());
   uint64_t total = 0;
   for (size_t i = 0; i < x.size(); ++i) {
+    keys[i] = sampling::order_key(x[i]);
     w[i] = sampling::mass_fixed(x[i], m);
     total += w[i];
-    if (x[i] != kNegInf) order.push_back(int32_t(i));
   }
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b;
-  });
   const double budget = double(top_p) * double(total);
-  uint64_t before = 0;
-  for (size_t j = 0; j < order.size(); ++j) {
-    const size_t t = size_t(order[j]);
-    if (j > 0 && !(double(before) < budget)) x[t] = kNegInf;
-    before += w[t];
+  const Selected sel = radix_select(keys, w, [budget](uint64_t c) { return double(c) >= budget; });
+  const float vstar = sampling::key_value(sel.key);
+  const uint64_t each = sampling::mass_fixed(vstar, m);
+  const uint64_t tied = uint64_t(std::count(x.begin(), x.end(), vstar));
+  uint64_t lo = 1, hi = tied;
+  while (lo < hi) {
+    const uint64_t mid = (lo + hi) / 2;
+    if (double(sel.above + mid * each) < budget) lo = mid + 1; else hi = mid;
+  }
+  uint64_t kept_ties = 0;
+  for (float& v : x) {
+    if (v < vstar) v = kNegInf;
+    else if (v == vstar && ++kept_ties > lo) v = kNegInf;
   }
 }
 
@@ -72,10 +126,7 @@ float process(std::vector<float>& x, const SampleRowParams& p) {
       if (v < threshold) v = kNegInf;
   }
   if (p.top_k > 0 && size_t(p.top_k) < x.size()) {
-    std::vector<float> sorted(x);
-    std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(),
-                     std::greater<float>());
-    const float kth = sorted[size_t(p.top_k - 1)];
+    const float kth = kth_largest(x, p.top_k);
     for (float& v : x)
       if (v < kth) v = kNegInf;
   }

@@ -1,6 +1,6 @@
 // CPU arm of vt::sample (vt/ops/sampling.h), internal to vt. The batch arrives
-// validated. Straightforward and sort-based: the reference the CUDA arm's radix
-// selects are checked against.
+// validated. The CUDA arm's selection algorithm run sequentially; the engine's
+// Sampler is the sort-based reference both are checked against.
 #pragma once
 
 #include "vt/ops/args.h"
