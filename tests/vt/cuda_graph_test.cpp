@@ -88,7 +88,8 @@ TEST(CudaGraph, HostUploadInCaptureIsRefused) {
   VT_REQUIRE_GPU();
   Streams s;
   Tensor k = s.up(randn({2, 1, 64}, DType::kBF16, 1.0, 5));
-  Tensor kc = s.up(randn({2, 16, 1, 64}, DType::kBF16, 1.0, 6)), vc = s.up(kc);
+  Tensor kc = s.up(randn({2, 16, 1, 64}, DType::kBF16, 1.0, 6));
+  Tensor vc = s.up(randn({2, 16, 1, 64}, DType::kBF16, 1.0, 7));
   s.gpu.begin_capture();
   EXPECT_THROW(kv_cache_write(s.gpu, k, k, host_index<int64_t>({0, 1}, {2}), kc, vc),
                vtllm::Error);
