@@ -7,7 +7,9 @@
 // favour. Descriptors and the heuristic's first algorithm are cached per shape,
 // leading dims, dtypes and pointer alignment on the stream (GemmPlans).
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <unordered_map>
 
 #include "vt/cuda/check.h"
@@ -162,9 +164,28 @@ Tensor operand(Stream& s, const Tensor& t, DType dtype) {
   return f;
 }
 
+// VTLLM_GEMM_SKINNY=0 forces cuBLASLt (vt/cuda/gemm.h); read once.
+bool skinny_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("VTLLM_GEMM_SKINNY");
+    if (!v) return true;
+    const std::string s(v);
+    VT_CHECK(s == "0" || s == "1", "VTLLM_GEMM_SKINNY=", s, ": expected 0 or 1");
+    return s == "1";
+  }();
+  return on;
+}
+
 }  // namespace
 
 void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
+  if (x.size(0) <= kSkinnyMaxM && x.size(0) > 0 && skinny_enabled() && skinny_supports(x, w, out))
+    return linear_skinny(s, x, w, bias, out);
+  linear_cublaslt(s, x, w, bias, out);
+}
+
+void linear_cublaslt(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias,
+                     const Tensor& out) {
   const int64_t m = x.size(0), n = w.size(0), k = x.size(1);
   if (m == 0 || n == 0) return;
   StreamState& st = s.cuda_state();
