@@ -97,7 +97,10 @@ vt::SampleBatch Sampler::device_batch(std::span<const SamplerRow> rows, int64_t 
   vt::SampleBatch b;
   b.processed_logprobs = config_.logprobs_mode == LogprobsMode::kProcessed;
   b.edit_start.push_back(0);
-  edit_of_.assign(static_cast<size_t>(vocab_size), -1);
+  // Entries go back to -1 after each row (also when a row throws), so the map is
+  // filled once per vocabulary size, not per step.
+  if (edit_of_.size() != static_cast<size_t>(vocab_size))
+    edit_of_.assign(static_cast<size_t>(vocab_size), -1);
   for (const SamplerRow& row : rows) {
     VT_CHECK(row.params != nullptr, "sampler: a row without sampling params");
     const SamplingParams& p = *row.params;
@@ -114,6 +117,14 @@ vt::SampleBatch Sampler::device_batch(std::span<const SamplerRow> rows, int64_t 
     b.rows.push_back(rp);
 
     const size_t first = b.edits.size();
+    struct Reset {  // the row's entries of edit_of_ back to -1
+      std::vector<int32_t>& map;
+      const std::vector<vt::SampleTokenEdit>& edits;
+      size_t first;
+      ~Reset() {
+        for (size_t i = first; i < edits.size(); ++i) map[static_cast<size_t>(edits[i].token)] = -1;
+      }
+    } reset{edit_of_, b.edits, first};
     const auto edit = [&](int32_t t, const char* what) -> vt::SampleTokenEdit& {
       if (t < 0 || t >= vocab_size)
         VT_THROW("sampler: ", what, " token id ", t, " is outside the vocabulary [0, ", vocab_size, ")");
@@ -147,7 +158,6 @@ vt::SampleBatch Sampler::device_batch(std::span<const SamplerRow> rows, int64_t 
       for (int32_t t : row.prompt_token_ids) edit(t, "penalized").in_prompt = true;
     if (p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f)
       for (int32_t t : row.output_token_ids) ++edit(t, "penalized").output_count;
-    for (size_t i = first; i < b.edits.size(); ++i) edit_of_[static_cast<size_t>(b.edits[i].token)] = -1;
     b.edit_start.push_back(static_cast<int64_t>(b.edits.size()));
   }
   return b;
