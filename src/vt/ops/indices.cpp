@@ -58,9 +58,9 @@ Varlen read_varlen(const Stream& s, const Tensor& qsl, const Tensor& slots, int6
     r.d_slot = static_cast<const int32_t*>(device_index(slots, op, "state_slots", DType::kI32, -1));
     r.d_start = static_cast<const int32_t*>(
         device_index(qsl, op, "query_start_loc", DType::kI32, r.d_batch + 1));
-    VT_CHECK(r.d_batch <= num_slots, op, ": ", r.d_batch, " requests for ", num_slots,
-             " state slots");
+    // Nothing about the values: padding rows of a graph may share a scratch slot.
     (void)tokens;
+    (void)num_slots;
     return r;
   }
   Varlen r{read_index(qsl, op, "query_start_loc", {DType::kI32}),
