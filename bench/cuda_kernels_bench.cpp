@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "vt/cuda/gemm.h"
 #include "vt/cuda/stream_state.h"
 #include "vt/ops/activation.h"
 #include "vt/ops/attention.h"
@@ -129,6 +130,72 @@ void bench_gemm() {
   }
 }
 
+// Median milliseconds of fn with L2 flushed before each run (a 256 MiB memset outside
+// the timed events): a decode step streams every weight from HBM once, so warm-L2
+// timings would flatter the small projections.
+double time_cold_ms(const std::function<void()>& fn, const vt::Tensor& flush) {
+  cudaStream_t st = g_gpu->cuda_state().stream;
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<double> ms;
+  for (int i = 0; i < 15; ++i) {
+    cudaMemsetAsync(flush.data_ptr(), i, flush.nbytes(), st);
+    cudaEventRecord(a, st);
+    fn();
+    cudaEventRecord(b, st);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Decode projections (bf16, L2 cold) at M = 1..64 through both CUDA paths, skinny
+// (M <= 32 only) and cuBLASLt: the data for the rule in vt/cuda/gemm.h (skinny up to
+// kSkinnyMaxM). Default Qwen3.5 text (hidden 4096, 16 q / 4 kv heads of 256, GDN 16 k /
+// 32 v heads of 128, MLP 12288, vocab 248320) and Qwen3.6-27B (hidden 5120, 24 q / 4 kv
+// heads, GDN 16 k / 48 v heads, MLP 17408).
+void bench_gemm_decode() {
+  struct Proj {
+    const char* name;
+    int64_t k, n;
+  };
+  const Proj projs[] = {
+      {"3.5 q_proj", 4096, 8192},      {"3.5 k/v_proj", 4096, 1024},
+      {"3.5 o/out_proj,z", 4096, 4096}, {"3.5 in_proj_qkv", 4096, 8192},
+      {"3.5 in_proj_b/a", 4096, 32},   {"3.5 gate_up", 4096, 24576},
+      {"3.5 down", 12288, 4096},       {"3.5 lm_head", 4096, 248320},
+      {"27B q_proj", 5120, 12288},     {"27B k/v_proj", 5120, 1024},
+      {"27B o/out_proj", 6144, 5120},  {"27B in_proj_qkv", 5120, 10240},
+      {"27B in_proj_z", 5120, 6144},   {"27B in_proj_b/a", 5120, 48},
+      {"27B gate_up", 5120, 34816},    {"27B down", 17408, 5120},
+      {"27B lm_head", 5120, 248320},
+  };
+  const vt::Tensor flush = vt::Tensor::empty({int64_t(256) << 20}, vt::DType::kU8, g_gpu->device());
+  for (const Proj& p : projs) {
+    vt::Tensor w = rand_gpu({p.n, p.k}, vt::DType::kBF16, 0.02f, 3);
+    for (int64_t m : {1, 4, 8, 16, 32, 64}) {
+      vt::Tensor x = rand_gpu({m, p.k}, vt::DType::kBF16, 1.0f, 4);
+      vt::Tensor out = rand_gpu({m, p.n}, vt::DType::kBF16, 1.0f, 5);
+      const double bytes = 2.0 * double(m * p.k + p.n * p.k + m * p.n);
+      const std::string name = std::string("decode ") + p.name + " M=" + std::to_string(m) +
+                               " K=" + std::to_string(p.k) + " N=" + std::to_string(p.n);
+      if (vt::cuda::skinny_supports(x, w, out))
+        row(name + " skinny", time_cold_ms([&] { vt::cuda::linear_skinny(*g_gpu, x, w, {}, out); }, flush),
+            bytes, 2.0 * double(m * p.n * p.k));
+      row(name + " cublaslt",
+          time_cold_ms([&] { vt::cuda::linear_cublaslt(*g_gpu, x, w, {}, out); }, flush), bytes,
+          2.0 * double(m * p.n * p.k));
+    }
+  }
+}
+
 // Paged attention over B requests of ctx cached keys and q_len new tokens each. With
 // bf16 out and q_len > 1 the step takes the tensor-core kernel (vt/cuda/attention.h);
 // an f32 out keeps the CUDA-core kernel (the "before" of the prefill rows). q0_extra
@@ -223,6 +290,7 @@ int main() {
               "bytes/time", "of 4.3", "flops/time", "of 790");
   bench_copy_and_rowwise();
   bench_gemm();
+  bench_gemm_decode();
   bench_attention(64, 4096, 1, 24, 4, 256);   // decode, batch 64, 4K context
   bench_attention(1, 32768, 1, 24, 4, 256);   // decode, one long request: split-K
   bench_attention(8, 8192, 1, 32, 8, 128);    // Qwen3-style head_dim 128

@@ -52,9 +52,12 @@ Tensor host_rand(const Shape& shape, DType dtype, double scale, uint64_t seed) {
 
 double at(const Tensor& t, int64_t i) {  // element i of a contiguous host tensor
   switch (t.dtype()) {
-    case DType::kBF16: return to_f32(t.data<BF16>()[i]);
-    case DType::kF16: return to_f32(t.data<F16>()[i]);
-    default: return t.data<float>()[i];
+    case DType::kBF16:
+      return to_f32(t.data<BF16>()[i]);
+    case DType::kF16:
+      return to_f32(t.data<F16>()[i]);
+    default:
+      return t.data<float>()[i];
   }
 }
 
@@ -146,8 +149,8 @@ struct Problem {
         }
       }
     }
-    EXPECT_EQ(bad, 0) << what << ": " << bad << " outputs out of tolerance; worst (x"
-                      << worst << " the allowance) at " << worst_at;
+    EXPECT_EQ(bad, 0) << what << ": " << bad << " outputs out of tolerance; worst (x" << worst
+                      << " the allowance) at " << worst_at;
   }
 };
 
@@ -188,7 +191,8 @@ void run_cases(const std::vector<Case>& cases, uint64_t seed) {
     p.check(s, skinny, what + " skinny");
     EXPECT_TRUE(bytes_equal(s, skinny, run_linear(s, p, true))) << what << ": not reproducible";
     if (c.m <= cuda::kSkinnyMaxM && !skinny_forced_off()) {
-      EXPECT_TRUE(bytes_equal(s, skinny, via_op)) << what << ": linear did not take the skinny path";
+      EXPECT_TRUE(bytes_equal(s, skinny, via_op))
+          << what << ": linear did not take the skinny path";
     }
   }
 }
@@ -209,17 +213,17 @@ TEST(CudaGemmSkinny, MatchesDoubleReferenceAtModelShapes) {
   VT_REQUIRE_GPU();
   run_cases(
       {
-          {1, 12288, 4096},    // MLP down, hidden 4096
+          {1, 12288, 4096},  // MLP down, hidden 4096
           {16, 12288, 4096},
-          {1, 17408, 5120},    // MLP down, 27B
+          {1, 17408, 5120},  // MLP down, 27B
           {3, 17408, 5120},
           {16, 17408, 5120},
-          {1, 4096, 24576},    // gate+up, hidden 4096
+          {1, 4096, 24576},  // gate+up, hidden 4096
           {4, 4096, 24576},
-          {2, 4096, 8192},     // q_proj (query + gate), hidden 4096
+          {2, 4096, 8192},  // q_proj (query + gate), hidden 4096
           {16, 4096, 8192},
-          {8, 6144, 5120},     // o_proj / GDN out_proj, 27B
-          {1, 4096, 151936},   // a 152K vocabulary lm_head
+          {8, 6144, 5120},    // o_proj / GDN out_proj, 27B
+          {1, 4096, 151936},  // a 152K vocabulary lm_head
           {8, 4096, 151936},
       },
       200);
@@ -237,16 +241,16 @@ TEST(CudaGemmSkinny, OddShapesStridesBiasAndDtypes) {
   one_row_odd_stride.x_pad = 3;  // a single row: its stride is never used
   run_cases(
       {
-          {1, 4096, 32},      // GDN in_proj_b / in_proj_a, hidden 4096
+          {1, 4096, 32},  // GDN in_proj_b / in_proj_a, hidden 4096
           {16, 4096, 32},
-          {5, 5120, 48},      // the same at 27B
-          {1, 4104, 1000},    // K % 32 != 0, N % 32 != 0
+          {5, 5120, 48},    // the same at 27B
+          {1, 4104, 1000},  // K % 32 != 0, N % 32 != 0
           {7, 4104, 1000},
           {13, 4104, 1000},
           {3, 72, 17},
           {1, 8, 1},
           {2, 40, 3},
-          {24, 4096, 4096},   // 17..32 rows: the four-tile instantiation (skinny only)
+          {24, 4096, 4096},  // 17..32 rows: the four-tile instantiation (skinny only)
           {32, 4096, 1000},
           f16,
           f16_f32_bias,
@@ -260,12 +264,12 @@ TEST(CudaGemmSkinny, OddShapesStridesBiasAndDtypes) {
 // Shapes the skinny kernel refuses go to cuBLASLt through linear() and stay correct.
 TEST(CudaGemmSkinny, FallsBackToCublasLtOutsideItsContract) {
   VT_REQUIRE_GPU();
-  Case odd_k{2, 4100, 1000};           // K not a multiple of 8
-  Case misaligned{3, 4096, 1024};      // x 2 bytes off a 16-byte boundary
+  Case odd_k{2, 4100, 1000};       // K not a multiple of 8
+  Case misaligned{3, 4096, 1024};  // x 2 bytes off a 16-byte boundary
   misaligned.x_offset = 1;
   misaligned.x_pad = 7;
   Case f32{2, 1024, 512, DType::kF32, DType::kF32};
-  Case wide{64, 4096, 1024};           // M above the skinny limit
+  Case wide{64, 4096, 1024};  // M above the skinny limit
   Streams s;
   for (const Case* c : {&odd_k, &misaligned, &f32, &wide}) {
     const Problem p(s, *c, 400);
@@ -273,10 +277,12 @@ TEST(CudaGemmSkinny, FallsBackToCublasLtOutsideItsContract) {
   }
   run_cases({odd_k, misaligned, f32, wide}, 400);
   {  // f32 activations with bf16 weights: both widened to f32 (vs the CPU op)
-    Tensor x = host_rand({1, 4096}, DType::kF32, 1.0, 7), w = host_rand({1024, 4096}, DType::kBF16, 1.0 / 64, 8);
+    Tensor x = host_rand({1, 4096}, DType::kF32, 1.0, 7),
+           w = host_rand({1024, 4096}, DType::kBF16, 1.0 / 64, 8);
     Tensor xg = s.up(x), wg = s.up(w);
     EXPECT_FALSE(cuda::skinny_supports(xg, wg, Tensor()));
-    Tensor want = Tensor::empty({1, 1024}, DType::kBF16), got = poisoned_gpu(s, {1, 1024}, DType::kBF16);
+    Tensor want = Tensor::empty({1, 1024}, DType::kBF16),
+           got = poisoned_gpu(s, {1, 1024}, DType::kBF16);
     linear(s.cpu, x, w, want);
     linear(s.gpu, xg, wg, got);
     cudatest::expect_close(s, want, got, cudatest::kBf16Rel, 2e-5, "f32 x bf16 w (cuBLASLt)");

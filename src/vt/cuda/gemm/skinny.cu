@@ -85,7 +85,9 @@ __device__ __forceinline__ void copy16(uint32_t dst, const void* src, bool valid
                "r"(valid ? 16 : 0)
                : "memory");
 }
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void copy_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 template <int N>
 __device__ __forceinline__ void copy_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
@@ -163,7 +165,8 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
     }
 #pragma unroll
     for (int i = 0; i < kMTiles; ++i)  // rows past M are never read back: no copy
-      if (x_ok[i]) copy16(smem_addr(slot + (2 * kRowTiles + i) * kWarp), k_ok ? x + x_off[i] + k : x, k_ok);
+      if (x_ok[i])
+        copy16(smem_addr(slot + (2 * kRowTiles + i) * kWarp), k_ok ? x + x_off[i] + k : x, k_ok);
   };
 
   float acc[kRowTiles][kMTiles][4] = {};
@@ -277,9 +280,9 @@ bool skinny_supports(const Tensor& x, const Tensor& w, const Tensor& out) {
   (void)out;  // any out dtype: stored through store_f32
   const int64_t m = x.size(0), k = x.size(1);
   const bool narrow = x.dtype() == DType::kBF16 || x.dtype() == DType::kF16;
-  return narrow && w.dtype() == x.dtype() && m >= 1 && m <= kSkinnyLimitM && k > 0 &&
-         k % 8 == 0 && aligned16(x.data_ptr()) && aligned16(w.data_ptr()) &&
-         (m == 1 || x.stride(0) % 8 == 0) && (w.size(0) == 1 || w.stride(0) % 8 == 0);
+  return narrow && w.dtype() == x.dtype() && m >= 1 && m <= kSkinnyLimitM && k > 0 && k % 8 == 0 &&
+         aligned16(x.data_ptr()) && aligned16(w.data_ptr()) && (m == 1 || x.stride(0) % 8 == 0) &&
+         (w.size(0) == 1 || w.stride(0) % 8 == 0);
 }
 
 void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias,
