@@ -161,6 +161,10 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  // Up to head_dim 128 the warp's query fragments stay in registers after the first
+  // tile; at 256 they would not fit beside the accumulators and are re-read per tile.
+  constexpr bool kQInRegisters = D <= 128;
+  uint32_t q_frag[kQInRegisters ? D / 16 : 1][4] = {};
 
   const int n_tiles = k_end > k_begin ? (k_end - k_begin + kKeys - 1) / kKeys : 0;
   if (n_tiles > 0) load_kv(k_begin, 0);
@@ -184,8 +188,16 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         uint32_t a[4];
-        ldmatrix_x4(a,
-                    smem_addr(q_tile + swz<D>(warp * 16 + lane % 16, kk * 16 + 8 * (lane / 16))));
+        if (!kQInRegisters || it == 0)
+          ldmatrix_x4(a,
+                      smem_addr(q_tile + swz<D>(warp * 16 + lane % 16, kk * 16 + 8 * (lane / 16))));
+        if constexpr (kQInRegisters) {
+          if (it == 0) {
+            for (int r = 0; r < 4; ++r) q_frag[kk][r] = a[r];
+          } else {
+            for (int r = 0; r < 4; ++r) a[r] = q_frag[kk][r];
+          }
+        }
 #pragma unroll
         for (int n2 = 0; n2 < kKeys / 16; ++n2) {
           uint32_t bk[4];
