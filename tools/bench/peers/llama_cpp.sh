@@ -28,8 +28,8 @@ case "$cmd" in
     # sm_90 only keeps the build near 270 s with -j16; curl is off (the GPU machine has no network).
     cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-      -DLLAMA_BUILD_SERVER=ON
-    cmake --build "$build" -j "$(nproc)" --target llama-server llama-bench llama-batched-bench
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_SERVER=ON
+    cmake --build "$build" -j "${JOBS:-$(nproc)}" --target llama-server llama-bench llama-batched-bench
     "$build/bin/llama-server" --version 2>&1 | tail -n 2
     ;;
   convert)
