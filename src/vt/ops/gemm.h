@@ -11,8 +11,9 @@
 // matmul(s, a, b, out): out = a . b with a [M, K], b [K, N] (any strides); same
 //   dtypes and numerics. Packs b^T once, then runs linear.
 // Backends: CPU (thread pool; see cpu/gemm.cpp for the kernel choice) and CUDA
-//   (cuBLASLt, f32 accumulation, plans cached per shape; see vt/cuda/gemm.h for
-//   which dtype pairs run directly). On CUDA the summation order is cuBLASLt's.
+//   (a skinny tensor-core kernel for decode-sized M, cuBLASLt otherwise, both f32
+//   accumulation; vt/cuda/gemm.h has the rule and which dtype pairs run directly). On
+//   CUDA the summation order is the chosen kernel's, fixed per shape and device.
 #pragma once
 
 #include "vt/stream.h"

@@ -31,6 +31,7 @@
 // bias in f32 and rounds once.
 #include <cooperative_groups.h>
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -245,12 +246,18 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 template <class T, int kMTiles>
 void launch(StreamState& st, const Params& p, int64_t tiles) {
   using S = Shape<kMTiles>;
-  static const bool attributes_set = [] {  // once per instantiation, before its first launch
+  // Function attributes are per device: set once on each (a racing second setter is
+  // harmless). All shared memory, no L1 preference: x and w bypass L1 (cp.async.cg).
+  static std::atomic<uint64_t> devices_set{0};
+  const uint64_t bit = uint64_t(1) << (st.device % 64);
+  if (!(devices_set.load(std::memory_order_acquire) & bit)) {
     VT_CUDA_CHECK(cudaFuncSetAttribute(skinny_gemm_kernel<T, kMTiles>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
-    return true;
-  }();
-  (void)attributes_set;
+    VT_CUDA_CHECK(cudaFuncSetAttribute(skinny_gemm_kernel<T, kMTiles>,
+                                       cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       int(cudaSharedmemCarveoutMaxShared)));
+    devices_set.fetch_or(bit, std::memory_order_release);
+  }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(unsigned(tiles * p.split));
   cfg.blockDim = dim3(kThreads);
