@@ -123,42 +123,20 @@ void validate_step_ranges(const ForwardBatch& b, int64_t num_blocks, int64_t num
            ": two requests share a state slot");
 }
 
-BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& b, const RopeSpec* rope,
-                              vt::DType act_dtype, const StepLayout* layout,
-                              const vt::Tensor* into) {
-  if (s.device().is_cpu()) {
-    VT_CHECK(layout == nullptr && into == nullptr, "make_batch_inputs: layouts are for CUDA");
-    return host_inputs(s, b, rope, act_dtype);
-  }
+std::vector<int64_t> pack_step(const ForwardBatch& b, const RopeSpec* rope, vt::DType act_dtype,
+                               const StepLayout* layout, PackedOffsets* offsets) {
   const int64_t T0 = b.num_tokens(), B0 = b.num_requests(), W0 = b.max_blocks_per_seq;
   const bool padded = layout != nullptr;
   const int64_t B = padded ? layout->batch : B0, T = padded ? layout->batch : T0;
   const int64_t W = padded ? layout->table_width : W0;
   const int64_t R = rope != nullptr ? rope->rotary_dim : 0;
   const bool gdn = !b.state_slots.empty() || (padded && layout->pad_state_slot >= 0);
-  BatchInputs in;
-  set_facts(in, b);
-  in.num_tokens = T;
-  if (padded) {
-    VT_CHECK(in.decode_only || B0 == 0, "make_batch_inputs: a padded layout needs a decode-only batch");
-    VT_CHECK(B0 <= B && W0 <= W, "make_batch_inputs: ", B0, " requests x ", W0,
-             " blocks do not fit the layout's ", B, " x ", W);
-    for (int64_t r = 0; r < B0; ++r)
-      VT_CHECK(b.seq_lens[size_t(r)] <= layout->bounds.max_seq_len, "make_batch_inputs: seq_len ",
-               b.seq_lens[size_t(r)], " exceeds the layout's ", layout->bounds.max_seq_len);
-    in.decode_only = true;
-    in.bounds = layout->bounds;
-  } else {
-    int64_t max_q = 1, max_len = 1;
-    for (int64_t r = 0; r < B0; ++r) {
-      max_q = std::max<int64_t>(max_q, b.query_start_loc[size_t(r + 1)] - b.query_start_loc[size_t(r)]);
-      max_len = std::max<int64_t>(max_len, b.seq_lens[size_t(r)]);
-    }
-    in.bounds = vt::AttentionBounds{std::max<int64_t>(B0, 1), max_q, max_len};
-  }
-
-  // Pack on the host.
+  VT_CHECK(!padded || (B0 <= B && W0 <= W), "pack_step: ", B0, " requests x ", W0,
+           " blocks do not fit the layout's ", B, " x ", W);
   const Packing pk(T, B, W, R);
+  if (offsets != nullptr)
+    *offsets = PackedOffsets{pk.ids, pk.qsl, pk.seq, pk.table, pk.slots, pk.slot_map, pk.cos_sin,
+                             pk.end};
   std::vector<int64_t> words(size_t((pk.end + 7) / 8), 0);
   char* base = reinterpret_cast<char*>(words.data());
   auto i32_at = [&](int64_t off) { return reinterpret_cast<int32_t*>(base + off); };
@@ -189,6 +167,48 @@ BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& b, const RopeSp
     const vt::Tensor table = host_cos_sin(view_of(pos, pos_shape), *rope, act_dtype);
     std::memcpy(base + pk.cos_sin, table.data_ptr(), size_t(4 * T * R));
   }
+  return words;
+}
+
+BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& b, const RopeSpec* rope,
+                              vt::DType act_dtype, const StepLayout* layout,
+                              const vt::Tensor* into) {
+  if (s.device().is_cpu()) {
+    VT_CHECK(layout == nullptr && into == nullptr, "make_batch_inputs: layouts are for CUDA");
+    return host_inputs(s, b, rope, act_dtype);
+  }
+  const int64_t T0 = b.num_tokens(), B0 = b.num_requests(), W0 = b.max_blocks_per_seq;
+  const bool padded = layout != nullptr;
+  const int64_t B = padded ? layout->batch : B0, T = padded ? layout->batch : T0;
+  const int64_t W = padded ? layout->table_width : W0;
+  const int64_t R = rope != nullptr ? rope->rotary_dim : 0;
+  const bool gdn = !b.state_slots.empty() || (padded && layout->pad_state_slot >= 0);
+  BatchInputs in;
+  set_facts(in, b);
+  in.num_tokens = T;
+  if (padded) {
+    VT_CHECK(in.decode_only || B0 == 0,
+             "make_batch_inputs: a padded layout needs a decode-only batch");
+    VT_CHECK(B0 <= B && W0 <= W, "make_batch_inputs: ", B0, " requests x ", W0,
+             " blocks do not fit the layout's ", B, " x ", W);
+    for (int64_t r = 0; r < B0; ++r)
+      VT_CHECK(b.seq_lens[size_t(r)] <= layout->bounds.max_seq_len, "make_batch_inputs: seq_len ",
+               b.seq_lens[size_t(r)], " exceeds the layout's ", layout->bounds.max_seq_len);
+    in.decode_only = true;
+    in.bounds = layout->bounds;
+  } else {
+    int64_t max_q = 1, max_len = 1;
+    for (int64_t r = 0; r < B0; ++r) {
+      max_q = std::max<int64_t>(max_q, b.query_start_loc[size_t(r + 1)] - b.query_start_loc[size_t(r)]);
+      max_len = std::max<int64_t>(max_len, b.seq_lens[size_t(r)]);
+    }
+    in.bounds = vt::AttentionBounds{std::max<int64_t>(B0, 1), max_q, max_len};
+  }
+
+  const Packing pk(T, B, W, R);
+  const std::vector<int64_t> words = pack_step(b, rope, act_dtype, layout);
+  const vt::Shape pos_shape =
+      b.position_rows == 1 ? vt::Shape{T} : vt::Shape{int64_t(b.position_rows), T};
   // One copy into the device buffer.
   vt::Tensor dev;
   if (into != nullptr) {
@@ -201,8 +221,8 @@ BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& b, const RopeSp
   } else {
     dev = vt::Tensor::empty({(pk.end + 7) / 8}, vt::DType::kI64, s.device());
   }
-  vt::Tensor src = vt::Tensor::from_blob(words.data(), {(pk.end + 7) / 8}, vt::DType::kI64,
-                                         vt::Device::cpu(), nullptr);
+  vt::Tensor src = vt::Tensor::from_blob(const_cast<int64_t*>(words.data()), {(pk.end + 7) / 8},
+                                         vt::DType::kI64, vt::Device::cpu(), nullptr);
   vt::Tensor dst = dev.view({dev.numel()}).slice(0, 0, (pk.end + 7) / 8);
   vt::copy(s, src, dst);  // <= 1 MiB goes through the pinned ring and returns at once
 

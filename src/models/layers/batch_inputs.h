@@ -85,6 +85,16 @@ BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& batch, const Ro
                               vt::DType act_dtype, const StepLayout* layout = nullptr,
                               const vt::Tensor* into = nullptr);
 
+// The packed bytes make_batch_inputs copies to the device, built on the host (any
+// device; tests read them): sections at 16-byte-aligned byte offsets, padded to
+// `layout` when given (see above).
+struct PackedOffsets {
+  int64_t token_ids, query_start_loc, seq_lens, block_table, state_slots, slot_mapping, cos_sin,
+      end;
+};
+std::vector<int64_t> pack_step(const ForwardBatch& batch, const RopeSpec* rope, vt::DType act_dtype,
+                               const StepLayout* layout, PackedOffsets* offsets = nullptr);
+
 // Bytes of the packed device buffer for a step of T tokens, B requests, a block table
 // `width` wide, `rotary_dim` cos/sin columns (0: none).
 int64_t packed_bytes(int64_t T, int64_t B, int64_t width, int64_t rotary_dim);
