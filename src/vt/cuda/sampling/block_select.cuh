@@ -46,6 +46,45 @@ struct BlockShared {
 __device__ __forceinline__ int lane_id() { return int(threadIdx.x) & (kWarp - 1); }
 __device__ __forceinline__ int warp_id() { return int(threadIdx.x) / kWarp; }
 
+// One CTA streams a whole row from L2 several times: each thread keeps kUnroll loads
+// in flight (issued before their uses) so the passes are not latency-bound.
+inline constexpr int kUnroll = 4;
+
+// use(load(i), i) for i = begin, begin + step, ... < end, in that order.
+template <class Load, class Use>
+__device__ __forceinline__ void for_strided(int64_t begin, int64_t end, int64_t step, Load load,
+                                            Use use) {
+  int64_t i = begin;
+  for (; i + (kUnroll - 1) * step < end; i += kUnroll * step) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = load(i + u * step);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) use(v[u], i + u * step);
+  }
+  for (; i < end; i += step) use(load(i), i);
+}
+
+// The same over [begin, end) with every lane of the warp in every step (for warp
+// intrinsics): use(v, i, valid) with lane l at i = base + l, v = 0 where !valid.
+template <class Load, class Use>
+__device__ __forceinline__ void for_warp_uniform(int64_t begin, int64_t end, int64_t stride,
+                                                 int64_t lane, Load load, Use use) {
+  for (int64_t base = begin; base < end; base += kUnroll * stride) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + u * stride + lane;
+      v[u] = i < end ? load(i) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + u * stride + lane;
+      use(v[u], i, i < end);
+    }
+  }
+}
+
 __device__ __forceinline__ unsigned long long block_sum_u64(BlockShared& sh,
                                                             unsigned long long v) {
   for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -123,10 +162,12 @@ struct Selected {
   unsigned long long above;  // weight of the keys > key
 };
 
-// key_weight(i, &key) -> weight (0 skips the index); pred(cumulative weight) -> bool,
-// monotone (false then true as the weight grows). At least one key must satisfy it.
-template <class KeyWeight, class Pred>
-__device__ Selected radix_select(BlockShared& sh, int64_t n, KeyWeight key_weight, Pred pred) {
+// load(i) -> the value of index i; key_weight(value, i, &key) -> weight (0 skips the
+// index); pred(cumulative weight) -> bool, monotone (false then true as the weight
+// grows). At least one key must satisfy it.
+template <class Load, class KeyWeight, class Pred>
+__device__ Selected radix_select(BlockShared& sh, int64_t n, Load load, KeyWeight key_weight,
+                                 Pred pred) {
   uint32_t prefix = 0, mask = 0;
   unsigned long long above = 0;
   for (int pass = 0; pass < 3; ++pass) {
@@ -135,10 +176,9 @@ __device__ Selected radix_select(BlockShared& sh, int64_t n, KeyWeight key_weigh
     __syncthreads();
     // Whole warps per step: when every counted lane of a warp hits one bin (masked
     // tokens all at -inf, a narrowed prefix), one atomic adds the warp's sum.
-    for (int64_t base = 0; base < n; base += kThreads) {
-      const int64_t i = base + threadIdx.x;
+    for_warp_uniform(0, n, kThreads, threadIdx.x, load, [&](float v, int64_t i, bool valid) {
       uint32_t key = 0;
-      unsigned long long w = i < n ? key_weight(i, &key) : 0ull;
+      unsigned long long w = valid ? key_weight(v, i, &key) : 0ull;
       if ((key & mask) != prefix) w = 0;
       const uint32_t digit = (key >> shift) & uint32_t(bins - 1);
       const uint32_t lo = __reduce_min_sync(0xffffffffu, w ? digit : 0xffffffffu);
@@ -149,7 +189,7 @@ __device__ Selected radix_select(BlockShared& sh, int64_t n, KeyWeight key_weigh
       } else if (w != 0) {
         atomicAdd(&sh.hist[digit], w);
       }
-    }
+    });
     __syncthreads();
     if (warp_id() == 0) {
       // Lane l owns bins/32 digits, descending from the top: lane 0 the largest.
@@ -193,16 +233,16 @@ __device__ __forceinline__ int64_t segment_len(int64_t n) {
   return ((n + kWarps - 1) / kWarps + kWarp - 1) / kWarp * kWarp;
 }
 
-// The id of the nth (1-based) index in [0, n) with match(i); n_th <= the match count.
-template <class Match>
-__device__ int64_t nth_match(BlockShared& sh, int64_t n, int64_t nth, Match match) {
+// The id of the nth (1-based) index i in [0, n) with match(load(i), i); nth <= the
+// match count.
+template <class Load, class Match>
+__device__ int64_t nth_match(BlockShared& sh, int64_t n, int64_t nth, Load load, Match match) {
   const int64_t seg = segment_len(n);
   const int64_t begin = warp_id() * seg, end = min(n, begin + seg);
   int64_t count = 0;
-  for (int64_t base = begin; base < end; base += kWarp) {
-    const int64_t i = base + lane_id();
-    count += __popc(__ballot_sync(0xffffffffu, i < end && match(i)));
-  }
+  for_warp_uniform(begin, end, kWarp, lane_id(), load, [&](float v, int64_t i, bool valid) {
+    count += __popc(__ballot_sync(0xffffffffu, valid && match(v, i)));
+  });
   if (lane_id() == 0) sh.warp_i64[warp_id()] = count;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -218,17 +258,17 @@ __device__ int64_t nth_match(BlockShared& sh, int64_t n, int64_t nth, Match matc
   __syncthreads();
   if (warp_id() == w) {
     int64_t found = -1;
-    for (int64_t base = begin; base < end && found < 0; base += kWarp) {
-      const int64_t i = base + lane_id();
-      unsigned bits = __ballot_sync(0xffffffffu, i < end && match(i));
+    for_warp_uniform(begin, end, kWarp, lane_id(), load, [&](float v, int64_t i, bool valid) {
+      unsigned bits = __ballot_sync(0xffffffffu, valid && match(v, i));
+      if (found >= 0) return;  // warp-uniform
       const int c = __popc(bits);
       if (c < want) {
         want -= c;
-        continue;
+        return;
       }
       for (int64_t k = 1; k < want; ++k) bits &= bits - 1;  // drop the lowest want-1
-      found = base + __ffs(bits) - 1;
-    }
+      found = (i - lane_id()) + __ffs(bits) - 1;
+    });
     if (lane_id() == 0) sh.bcast_i64[0] = found;
   }
   __syncthreads();
@@ -237,14 +277,15 @@ __device__ int64_t nth_match(BlockShared& sh, int64_t n, int64_t nth, Match matc
   return id;
 }
 
-// The first id in [0, n) whose inclusive prefix sum of weight(i) exceeds target (as a
-// double), or -1 when none does.
-template <class Weight>
-__device__ int64_t first_crossing(BlockShared& sh, int64_t n, double target, Weight weight) {
+// The first id i in [0, n) whose inclusive prefix sum of weight(load(i), i) exceeds
+// target (as a double), or -1 when none does.
+template <class Load, class Weight>
+__device__ int64_t first_crossing(BlockShared& sh, int64_t n, double target, Load load,
+                                  Weight weight) {
   const int64_t seg = segment_len(n);
   const int64_t begin = warp_id() * seg, end = min(n, begin + seg);
   unsigned long long sum = 0;
-  for (int64_t i = begin + lane_id(); i < end; i += kWarp) sum += weight(i);
+  for_strided(begin + lane_id(), end, kWarp, load, [&](float v, int64_t i) { sum += weight(v, i); });
   for (int o = kWarp / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   if (lane_id() == 0) sh.warp_u64[warp_id()] = sum;
   __syncthreads();
@@ -262,18 +303,17 @@ __device__ int64_t first_crossing(BlockShared& sh, int64_t n, double target, Wei
   if (w == kWarps) return -1;
   if (warp_id() == w) {
     int64_t found = -1;
-    for (int64_t base = begin; base < end && found < 0; base += kWarp) {
-      const int64_t i = base + lane_id();
-      const unsigned long long own = i < end ? weight(i) : 0ull;
-      unsigned long long incl = own;
+    for_warp_uniform(begin, end, kWarp, lane_id(), load, [&](float v, int64_t i, bool valid) {
+      if (found >= 0) return;  // warp-uniform
+      unsigned long long incl = valid ? weight(v, i) : 0ull;
       for (int o = 1; o < kWarp; o <<= 1) {
         const unsigned long long up = __shfl_up_sync(0xffffffffu, incl, o);
         if (lane_id() >= o) incl += up;
       }
-      const unsigned hit = __ballot_sync(0xffffffffu, i < end && double(base_sum + incl) > target);
-      if (hit) found = base + __ffs(hit) - 1;
+      const unsigned hit = __ballot_sync(0xffffffffu, valid && double(base_sum + incl) > target);
+      if (hit) found = (i - lane_id()) + __ffs(hit) - 1;
       base_sum += __shfl_sync(0xffffffffu, incl, kWarp - 1);
-    }
+    });
     if (lane_id() == 0) sh.bcast_i64[0] = found;
   }
   __syncthreads();

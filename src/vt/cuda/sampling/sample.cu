@@ -90,26 +90,31 @@ __device__ float edited(float v, const SampleTokenEdit& e, const RowDev& p, cons
   return v;
 }
 
-__device__ unsigned long long count_equal(BlockShared& sh, int64_t n, float v,
+using sampling::for_strided;
+
+__device__ unsigned long long count_equal(BlockShared& sh, int64_t n, float value,
                                           const float* x, const Filter& f) {
   unsigned long long c = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) c += f.apply(x[i], i) == v;
+  for_strided(threadIdx.x, n, kThreads, [&](int64_t i) { return x[i]; },
+              [&](float v, int64_t i) { c += f.apply(v, i) == value; });
   return sampling::block_sum_u64(sh, c);
 }
 
 // Top-p: narrows f to the tokens the CPU's sorted definition keeps.
 __device__ void top_p_filter(BlockShared& sh, int64_t n, const float* x, float m, float top_p,
                              Filter& f) {
+  const auto load = [&](int64_t i) { return x[i]; };
   unsigned long long total = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) total += mass_fixed(f.apply(x[i], i), m);
+  for_strided(threadIdx.x, n, kThreads, load,
+              [&](float v, int64_t i) { total += mass_fixed(f.apply(v, i), m); });
   total = sampling::block_sum_u64(sh, total);
   const double budget = double(top_p) * double(total);
   const sampling::Selected sel = sampling::radix_select(
-      sh, n,
-      [&](int64_t i, uint32_t* key) {
-        const float v = f.apply(x[i], i);
+      sh, n, load,
+      [&](float raw, int64_t i, uint32_t* key) {
+        const float v = f.apply(raw, i);
         *key = order_key(v);
-        return mass_fixed(v, m);
+        return static_cast<unsigned long long>(mass_fixed(v, m));
       },
       [budget](unsigned long long c) { return double(c) >= budget; });
   const float vstar = key_value(sel.key);
@@ -126,71 +131,77 @@ __device__ void top_p_filter(BlockShared& sh, int64_t n, const float* x, float m
   f.vstar = vstar;
   f.top_p = true;
   if (lo < tied)
-    f.tie_limit = sampling::nth_match(sh, n, int64_t(lo),
-                                      [&](int64_t i) { return before.apply(x[i], i) == vstar; });
+    f.tie_limit = sampling::nth_match(sh, n, int64_t(lo), load, [&](float v, int64_t i) {
+      return before.apply(v, i) == vstar;
+    });
 }
 
 __device__ int64_t draw(BlockShared& sh, int64_t n, const float* x, float m, double u,
                         const Filter& f) {
+  const auto load = [&](int64_t i) { return x[i]; };
+  const auto weight = [&](float v, int64_t i) {
+    return static_cast<unsigned long long>(mass_fixed(f.apply(v, i), m));
+  };
   unsigned long long total = 0;
   float last = -1;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const unsigned long long w = mass_fixed(f.apply(x[i], i), m);
+  for_strided(threadIdx.x, n, kThreads, load, [&](float v, int64_t i) {
+    const unsigned long long w = weight(v, i);
     total += w;
     if (w > 0) last = float(i);  // ids < 2^23 are exact in a float
-  }
+  });
   total = sampling::block_sum_u64(sh, total);
   last = sampling::block_max(sh, last);
-  const int64_t id = sampling::first_crossing(
-      sh, n, u * double(total), [&](int64_t i) { return mass_fixed(f.apply(x[i], i), m); });
+  const int64_t id = sampling::first_crossing(sh, n, u * double(total), load, weight);
   return id >= 0 ? id : int64_t(last);  // u * total rounded to the very top
 }
 
 template <class Y>
 __device__ void fill_logprobs(BlockShared& sh, TopShared& top, const Args& a, const RowDev& p,
                               int64_t n, int64_t token, Y y, OutRow& out) {
+  const auto each = [&](auto use) { for_strided(threadIdx.x, n, kThreads, y, use); };
   float my = -INFINITY;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) my = fmaxf(my, y(i));
+  each([&](float v, int64_t) { my = fmaxf(my, v); });
   my = sampling::block_max(sh, my);
   if (my == -INFINITY) {
     out.error = 2;
     return;
   }
   double total = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) total += exp(double(y(i)) - double(my));
+  each([&](float v, int64_t) { total += exp(double(v) - double(my)); });
   total = sampling::block_sum_f64(sh, total);
   const double log_z = double(my) + log(total);
   const float lp_token = logprob(y(token), log_z);
   unsigned long long rank = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) rank += logprob(y(i), log_z) >= lp_token;
+  each([&](float v, int64_t) { rank += logprob(v, log_z) >= lp_token; });
   out.logprob = lp_token;
   out.rank = int64_t(sampling::block_sum_u64(sh, rank));
   const int64_t want = min(int64_t(p.logprobs), n);
   if (want == 0) return;
   const sampling::Selected sel = sampling::radix_select(
-      sh, n,
-      [&](int64_t i, uint32_t* key) {
-        *key = order_key(y(i));
+      sh, n, y,
+      [&](float v, int64_t, uint32_t* key) {
+        *key = order_key(v);
         return 1ull;
       },
       [want](unsigned long long c) { return c >= static_cast<unsigned long long>(want); });
   const float vn = key_value(sel.key);
   const int64_t need = want - int64_t(sel.above);  // tied tokens to take, lowest ids first
   unsigned long long tied = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) tied += y(i) == vn;
+  each([&](float v, int64_t) { tied += v == vn; });
   tied = sampling::block_sum_u64(sh, tied);
-  const int64_t limit = need >= int64_t(tied) ? INT64_MAX
-                        : sampling::nth_match(sh, n, need, [&](int64_t i) { return y(i) == vn; });
+  const int64_t limit =
+      need >= int64_t(tied)
+          ? INT64_MAX
+          : sampling::nth_match(sh, n, need, y, [&](float v, int64_t) { return v == vn; });
   if (threadIdx.x == 0) top.count = 0;
   __syncthreads();
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const float v = y(i);
+  each([&](float v, int64_t i) {
     if (v > vn || (v == vn && i <= limit)) {
       const int slot = atomicAdd(&top.count, 1);
       top.id[slot] = int32_t(i);
       top.lp[slot] = logprob(v, log_z);
     }
-  }
+  });
   __syncthreads();
   for (int c = threadIdx.x; c < want; c += kThreads) {
     int pos = 0;
@@ -202,14 +213,16 @@ __device__ void fill_logprobs(BlockShared& sh, TopShared& top, const Args& a, co
   __syncthreads();
 }
 
-__global__ void __launch_bounds__(kThreads) sample_kernel(Args a) {
+__global__ void __launch_bounds__(kThreads, 1) sample_kernel(Args a) {
   __shared__ BlockShared sh;
   __shared__ TopShared top;
   const int64_t r = blockIdx.x, n = a.vocab;
   const RowDev p = a.rows[r];
   const void* src = a.logits + r * a.row_bytes;
   float* x = a.work + r * n;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) x[i] = load_f32(src, a.dtype, i);
+  const auto load_x = [&](int64_t i) { return x[i]; };
+  for_strided(threadIdx.x, n, kThreads, [&](int64_t i) { return load_f32(src, a.dtype, i); },
+              [&](float v, int64_t i) { x[i] = v; });
   __syncthreads();
   for (int64_t e = p.edit_begin + threadIdx.x; e < p.edit_end; e += kThreads) {
     const SampleTokenEdit& ed = a.edits[e];
@@ -223,16 +236,17 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(Args a) {
   if (greedy) {
     float bv = -INFINITY;
     int64_t bi = INT64_MAX;
-    for (int64_t i = threadIdx.x; i < n; i += kThreads)
-      if (bi == INT64_MAX || x[i] > bv) bv = x[i], bi = i;
+    for_strided(threadIdx.x, n, kThreads, load_x, [&](float v, int64_t i) {
+      if (bi == INT64_MAX || v > bv) bv = v, bi = i;
+    });
     out.token = int32_t(sampling::block_argmax(sh, bv, bi));
   } else {
     float m = -INFINITY;
-    for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-      const float v = __fdiv_rn(x[i], p.temperature);
+    for_strided(threadIdx.x, n, kThreads, load_x, [&](float v, int64_t i) {
+      v = __fdiv_rn(v, p.temperature);
       x[i] = v;
       m = fmaxf(m, v);
-    }
+    });
     m = sampling::block_max(sh, m);  // its barrier orders the writes above
     if (m == -INFINITY) {
       out.error = 1;
@@ -241,9 +255,9 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(Args a) {
       if (p.top_k > 0 && p.top_k < n) {
         const unsigned long long k = static_cast<unsigned long long>(p.top_k);
         const sampling::Selected sel = sampling::radix_select(
-            sh, n,
-            [&](int64_t i, uint32_t* key) {
-              *key = order_key(f.apply(x[i], i));
+            sh, n, load_x,
+            [&](float v, int64_t i, uint32_t* key) {
+              *key = order_key(f.apply(v, i));
               return 1ull;
             },
             [k](unsigned long long c) { return c >= k; });
@@ -259,7 +273,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(Args a) {
       fill_logprobs(sh, top, a, p, n, token, [&](int64_t i) { return load_f32(src, a.dtype, i); },
                     out);
     else if (greedy)
-      fill_logprobs(sh, top, a, p, n, token, [&](int64_t i) { return x[i]; }, out);
+      fill_logprobs(sh, top, a, p, n, token, load_x, out);
     else
       fill_logprobs(sh, top, a, p, n, token, [&](int64_t i) { return f.apply(x[i], i); }, out);
   }
