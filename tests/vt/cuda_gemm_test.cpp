@@ -169,11 +169,6 @@ bool bytes_equal(Streams& s, const Tensor& a, const Tensor& b) {
   return ha.nbytes() == hb.nbytes() && std::memcmp(ha.data_ptr(), hb.data_ptr(), ha.nbytes()) == 0;
 }
 
-bool skinny_forced_off() {
-  const char* v = std::getenv("VTLLM_GEMM_SKINNY");
-  return v && std::string(v) == "0";
-}
-
 // Every case through linear() (the dispatch) and, where it applies, linear_skinny();
 // both must pass the reference, repeat bit for bit, and agree bit for bit when the
 // dispatch picks the skinny kernel.
@@ -190,7 +185,7 @@ void run_cases(const std::vector<Case>& cases, uint64_t seed) {
     Tensor skinny = run_linear(s, p, true);
     p.check(s, skinny, what + " skinny");
     EXPECT_TRUE(bytes_equal(s, skinny, run_linear(s, p, true))) << what << ": not reproducible";
-    if (c.m <= cuda::kSkinnyMaxM && !skinny_forced_off()) {
+    if (c.m <= cuda::kSkinnyMaxM && cuda::skinny_dispatch_enabled()) {
       EXPECT_TRUE(bytes_equal(s, skinny, via_op))
           << what << ": linear did not take the skinny path";
     }

@@ -22,6 +22,8 @@ namespace vt::cuda {
 // M = 1..64 on the decode shapes to move the rule.
 inline constexpr int64_t kSkinnyMaxM = 16;
 void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
+// False when VTLLM_GEMM_SKINNY=0 (throws on a value other than 0 or 1).
+bool skinny_dispatch_enabled();
 
 // The skinny kernel applies: x and w both bf16 or both f16 (any out / bias dtype),
 // 1 <= M <= kSkinnyLimitM, K a positive multiple of 8, x and w 16-byte aligned with row

@@ -164,8 +164,10 @@ Tensor operand(Stream& s, const Tensor& t, DType dtype) {
   return f;
 }
 
-// VTLLM_GEMM_SKINNY=0 forces cuBLASLt (vt/cuda/gemm.h); read once.
-bool skinny_enabled() {
+}  // namespace
+
+// VTLLM_GEMM_SKINNY=0 forces cuBLASLt (vt/cuda/gemm.h); read once, here only.
+bool skinny_dispatch_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("VTLLM_GEMM_SKINNY");
     if (!v) return true;
@@ -176,10 +178,9 @@ bool skinny_enabled() {
   return on;
 }
 
-}  // namespace
-
 void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
-  if (x.size(0) <= kSkinnyMaxM && x.size(0) > 0 && skinny_enabled() && skinny_supports(x, w, out))
+  const int64_t m = x.size(0);
+  if (m > 0 && m <= kSkinnyMaxM && skinny_dispatch_enabled() && skinny_supports(x, w, out))
     return linear_skinny(s, x, w, bias, out);
   linear_cublaslt(s, x, w, bias, out);
 }
