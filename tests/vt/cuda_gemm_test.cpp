@@ -263,14 +263,16 @@ TEST(CudaGemmSkinny, FallsBackToCublasLtOutsideItsContract) {
   Case misaligned{3, 4096, 1024};  // x 2 bytes off a 16-byte boundary
   misaligned.x_offset = 1;
   misaligned.x_pad = 7;
+  Case odd_ldx{2, 4096, 1024};  // x row stride not a multiple of 8 elements
+  odd_ldx.x_pad = 3;
   Case f32{2, 1024, 512, DType::kF32, DType::kF32};
   Case wide{64, 4096, 1024};  // M above the skinny limit
   Streams s;
-  for (const Case* c : {&odd_k, &misaligned, &f32, &wide}) {
+  for (const Case* c : {&odd_k, &misaligned, &odd_ldx, &f32, &wide}) {
     const Problem p(s, *c, 400);
     EXPECT_FALSE(cuda::skinny_supports(p.xg, p.wg, Tensor())) << name(*c);
   }
-  run_cases({odd_k, misaligned, f32, wide}, 400);
+  run_cases({odd_k, misaligned, odd_ldx, f32, wide}, 400);
   {  // f32 activations with bf16 weights: both widened to f32 (vs the CPU op)
     Tensor x = host_rand({1, 4096}, DType::kF32, 1.0, 7),
            w = host_rand({1024, 4096}, DType::kBF16, 1.0 / 64, 8);
