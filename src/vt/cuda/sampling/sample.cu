@@ -11,7 +11,8 @@
 //   3. the draw: the first id whose fixed-point cumulative mass exceeds u * total;
 //   4. logprobs when asked: log_softmax in double, rank by a count, top-N by a count
 //      radix select plus the tie rule, the N candidates sorted by rank counting.
-// The result is copied back once; the call waits for the stream.
+// The result is copied back once; the call waits for the stream. A step of plain
+// greedy rows (no edits, no logprobs) runs the argmax kernel alone.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -298,6 +299,25 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
   }
   if (rows == 0) return o;
   const size_t num_top = size_t(o.top_start.back());
+  StreamState& st = s.cuda_state();
+  set_device(st);
+
+  // Plain greedy steps (no edits, no logprobs) need one pass: the argmax kernel.
+  const bool plain_greedy =
+      b.edits.empty() && std::all_of(b.rows.begin(), b.rows.end(), [](const SampleRowParams& p) {
+        return p.temperature < kGreedyTemperature && p.logprobs < 0;
+      });
+  if (plain_greedy) {
+    const Tensor ids = Tensor::empty({rows}, DType::kI32, s.device());
+    argmax(s, logits, ids);
+    o.token.resize(size_t(rows));
+    VT_CUDA_CHECK(cudaMemcpyAsync(o.token.data(), ids.data_ptr(), size_t(rows) * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, st.stream));
+    VT_CUDA_CHECK(cudaStreamSynchronize(st.stream));
+    o.logprob.assign(size_t(rows), 0.0f);
+    o.rank.assign(size_t(rows), 0);
+    return o;
+  }
 
   // One upload: row params, edits, bias values.
   const size_t rows_at = 0, edits_at = align_up(rows_at + dev_rows.size() * sizeof(RowDev)),
@@ -310,8 +330,6 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
   if (!b.bias.empty())
     std::memcpy(packed.data() + bias_at, b.bias.data(), b.bias.size() * sizeof(float));
 
-  StreamState& st = s.cuda_state();
-  set_device(st);
   const unsigned char* up = upload_indices(st, packed);
   // Work: the f32 rows, then the results (copied back in one piece).
   const size_t out_at = align_up(size_t(rows * vocab) * sizeof(float)),
