@@ -161,13 +161,19 @@ void fill_logprobs(const std::vector<float>& y, int32_t token, int n, RowOut& ou
   for (size_t i = 0; i < y.size(); ++i) lp[i] = sampling::logprob(y[i], log_z);
   out.logprob = lp[size_t(token)];
   out.rank = std::count_if(lp.begin(), lp.end(), [&](float v) { return v >= out.logprob; });
-  std::vector<int32_t> ids(lp.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  n = std::min<int>(n, int(ids.size()));
-  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
+  // Top-N as the CUDA arm finds it: the N-th largest value by radix select, the values
+  // above it and its first ties by id, then ordered by logprob (lower id first).
+  n = std::min<int>(n, int(y.size()));
+  if (n == 0) return;
+  const float vn = kth_largest(y, n);
+  int64_t ties = n - std::count_if(y.begin(), y.end(), [&](float v) { return v > vn; });
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < y.size(); ++i)
+    if (y[i] > vn || (y[i] == vn && ties-- > 0)) ids.push_back(int32_t(i));
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
     return lp[size_t(a)] != lp[size_t(b)] ? lp[size_t(a)] > lp[size_t(b)] : a < b;
   });
-  for (int i = 0; i < n; ++i) out.top.push_back({ids[size_t(i)], lp[size_t(ids[size_t(i)])]});
+  for (int32_t i : ids) out.top.push_back({i, lp[size_t(i)]});
 }
 
 }  // namespace
