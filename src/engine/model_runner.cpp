@@ -365,11 +365,19 @@ std::optional<vt::Tensor> ModelRunner::run_graph(const ForwardBatch& fb) {
     for (int32_t r = 0; r < size; ++r) rows[size_t(r)] = r;
     logits = model_->compute_logits(*stream_, model_->forward_prepared(*stream_, in, *cache_), rows);
   } else {
-    DecodeGraph& g = graph_for(size);  // before this step's inputs land in the buffer
+    DecodeGraph* g = nullptr;
+    try {
+      g = &graph_for(size);  // before this step's inputs land in the buffer
+    } catch (const std::exception& e) {  // run eagerly from now on rather than fail the step
+      std::fprintf(stderr, "vtllm: CUDA graph capture of a %d-request decode step failed (%s); "
+                   "running eagerly\n", size, e.what());
+      graphs_enabled_ = false;
+      return std::nullopt;
+    }
     copy_states(fb.state_copies_before);
     model_->prepare(*stream_, mb, *cache_, &layout, &graph_inputs_);  // the one packed copy
-    stream_->replay(*g.exec);
-    logits = g.logits;
+    stream_->replay(*g->exec);
+    logits = g->logits;
   }
   copy_states(fb.state_copies_after);
   const auto& want = fb.logits_indices;

@@ -45,7 +45,10 @@ struct MemoryBudget {
 // capture runs the step once eagerly first, on padding only, to size op scratch and
 // cuBLASLt plans). Other steps (prefill, mixed, longer contexts) run eagerly.
 // Graph activations live in the allocator's graph pool (vt/cuda/api.h), shared by
-// all graphs; load_sized counts them in the cache plan.
+// all graphs; load_sized counts them in the cache plan. A capture that fails is
+// reported on stderr and the runner runs eagerly from then on. One runner with graphs
+// per device at a time (its destructor returns the device's graph pool).
+// Not thread-safe, like the runner.
 struct GraphOptions {
   bool enforce_eager = false;
   int32_t max_batch = 64;       // the largest capture size (logits of N rows stay held)
