@@ -34,7 +34,7 @@ bool skinny_supports(const Tensor& x, const Tensor& w, const Tensor& out);
 // The skinny kernel itself (gemm/skinny.cu; throws unless skinny_supports): each weight
 // row streamed once from HBM with 16-byte cp.async copies, products on mma.sync
 // (bf16/f16 in, f32 accumulate), K split across the warps of a CTA and, when the row
-// tiles alone leave SMs idle, across the CTAs of a cluster; partial sums reduced in a
+// tiles alone fill the GPU's waves poorly, across the CTAs of a cluster; sums reduced in a
 // fixed order (shared memory, then distributed shared memory), bias added in f32, one
 // rounding to out's dtype. Deterministic: the launch and the summation order are a
 // pure function of (M, N, K) and the SM count. No allocation, no host synchronisation:

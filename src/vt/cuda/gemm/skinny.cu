@@ -31,6 +31,7 @@
 // bias in f32 and rounds once.
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <type_traits>
@@ -241,6 +242,25 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
   cluster.sync();  // peers keep their shared memory until rank 0 has read it
 }
 
+// CTAs per row tile. Bandwidth is shared by the resident CTAs (two per SM), so a
+// launch whose last wave is mostly empty streams at a fraction of HBM for that wave:
+// take the smallest split (1, 2, 4, 8) whose waves are >= 90% full (CTAs over wave
+// slots), else the fullest; never below kMinStepsPerWarp steps per warp. A function of
+// the shape and the SM count only, like the summation order it fixes.
+int cluster_split(int64_t tiles, int64_t steps, int num_sms) {
+  const int64_t slots = 2 * int64_t(std::max(num_sms, 1));
+  int best = 1;
+  double best_fill = 0;
+  for (int split = 1; split <= kMaxSplit; split *= 2) {
+    if (split > 1 && steps < int64_t(split) * kWarps * kMinStepsPerWarp) break;
+    const int64_t ctas = tiles * split, waves = (ctas + slots - 1) / slots;
+    const double fill = double(ctas) / double(waves * slots);
+    if (fill >= 0.9) return split;
+    if (fill > best_fill) best = split, best_fill = fill;
+  }
+  return best;
+}
+
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <class T, int kMTiles>
@@ -314,13 +334,8 @@ void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bi
   p.ldo = m == 1 ? 0 : out.stride(0);
   p.bias_dtype = bias.defined() ? bias.dtype() : DType::kF32;
   p.out_dtype = out.dtype();
-  // Split K over a cluster only while the row tiles leave SMs without two CTAs each,
-  // and never below kMinStepsPerWarp steps per warp (the launch depends on shapes alone).
   const int64_t tiles = (n + kRows - 1) / kRows, steps = (k + kStepK - 1) / kStepK;
-  p.split = 1;
-  while (p.split < kMaxSplit && tiles * p.split < 2 * int64_t(st.num_sms) &&
-         steps >= int64_t(2 * p.split) * kWarps * kMinStepsPerWarp)
-    p.split *= 2;
+  p.split = cluster_split(tiles, steps, st.num_sms);
   if (x.dtype() == DType::kBF16) {
     launch_for_m<__nv_bfloat16>(st, p, tiles);
   } else {
