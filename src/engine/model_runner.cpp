@@ -254,7 +254,10 @@ std::unique_ptr<ModelRunner> ModelRunner::load_sized(const io::ModelConfig& conf
   const DeviceMemory after_profile = device_memory(load.device);
   // The sampler can miss a live set shorter than one sample: keep 10% + 64 MiB over
   // what it saw.
-  const uint64_t activation = peak + peak / 10 + (uint64_t(64) << 20);
+  // The device sampler (vt::sample, not run by the profile) keeps an f32 copy of every
+  // logits row of a step in its work scratch: up to `requests` rows.
+  const uint64_t sampler_scratch = uint64_t(requests) * uint64_t(model->vocab_size()) * 4;
+  const uint64_t activation = peak + peak / 10 + (uint64_t(64) << 20) + sampler_scratch;
   // CUDA graphs (captured later, lazily): every capture size's logits output stays held,
   // and the pool holds about the largest capture's activations, estimated from the
   // profile's per-token peak (x2: decode steps keep no less per token) + the packed
