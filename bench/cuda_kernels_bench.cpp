@@ -194,6 +194,17 @@ void bench_gemm_decode() {
           2.0 * double(m * p.n * p.k));
     }
   }
+  // The skinny kernel's cluster split forced to 1/2/4/8 at M = 1 (the rule's choice is the
+  // "skinny" row above): the data for cluster_split in gemm/skinny.cu.
+  for (const Proj& p : {projs[1], projs[2], projs[5], projs[8], projs[10], projs[15]}) {
+    vt::Tensor w = rand_gpu({p.n, p.k}, vt::DType::kBF16, 0.02f, 3);
+    vt::Tensor x = rand_gpu({1, p.k}, vt::DType::kBF16, 1.0f, 4);
+    vt::Tensor out = rand_gpu({1, p.n}, vt::DType::kBF16, 1.0f, 5);
+    for (int split : {1, 2, 4, 8})
+      row(std::string("decode ") + p.name + " M=1 skinny split=" + std::to_string(split),
+          time_cold_ms([&] { vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, split); }, flush),
+          2.0 * double(p.k + p.n * p.k + p.n), 2.0 * double(p.n * p.k));
+  }
 }
 
 // Paged attention over B requests of ctx cached keys and q_len new tokens each. With

@@ -256,6 +256,20 @@ TEST(CudaGemmSkinny, OddShapesStridesBiasAndDtypes) {
       300);
 }
 
+// The cluster split forced to each size (the rule picks one per shape): same reference.
+TEST(CudaGemmSkinny, EveryClusterSplitMatchesTheReference) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  for (const Case& c : {Case{5, 4104, 1000}, Case{16, 17408, 96}, Case{1, 64, 40}}) {
+    const Problem p(s, c, 500);
+    for (int split : {1, 2, 4, 8}) {
+      Tensor out = poisoned_gpu(s, {c.m, c.n}, c.out);
+      cuda::linear_skinny(s.gpu, p.xg, p.wg, p.biasg, out, split);
+      p.check(s, out, name(c) + " split " + std::to_string(split));
+    }
+  }
+}
+
 // Shapes the skinny kernel refuses go to cuBLASLt through linear() and stay correct.
 TEST(CudaGemmSkinny, FallsBackToCublasLtOutsideItsContract) {
   VT_REQUIRE_GPU();

@@ -38,9 +38,10 @@ bool skinny_supports(const Tensor& x, const Tensor& w, const Tensor& out);
 // fixed order (shared memory, then distributed shared memory), bias added in f32, one
 // rounding to out's dtype. Deterministic: the launch and the summation order are a
 // pure function of (M, N, K) and the SM count. No allocation, no host synchronisation:
-// CUDA-graph capturable.
+// CUDA-graph capturable. `split` (benchmarks only: 1, 2, 4 or 8) overrides the cluster
+// size the rule picks; 0 keeps the rule.
 void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias,
-                   const Tensor& out);
+                   const Tensor& out, int split = 0);
 
 // out = x . w^T (+ bias) through cuBLASLt, f32 accumulation (CUBLAS_COMPUTE_32F: f32
 // inputs get true f32 products, not TF32). Direct paths: bf16 x bf16 -> bf16 or f32,

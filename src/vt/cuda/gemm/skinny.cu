@@ -313,7 +313,7 @@ bool skinny_supports(const Tensor& x, const Tensor& w, const Tensor& out) {
 }
 
 void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias,
-                   const Tensor& out) {
+                   const Tensor& out, int split) {
   VT_CHECK(skinny_supports(x, w, out), "linear (CUDA skinny): x ", x.str(), " w ", w.str(),
            " is not a bf16/f16 pair with M <= ", kSkinnyLimitM,
            ", K a multiple of 8 and 16-byte aligned rows");
@@ -335,7 +335,9 @@ void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bi
   p.bias_dtype = bias.defined() ? bias.dtype() : DType::kF32;
   p.out_dtype = out.dtype();
   const int64_t tiles = (n + kRows - 1) / kRows, steps = (k + kStepK - 1) / kStepK;
-  p.split = cluster_split(tiles, steps, st.num_sms);
+  VT_CHECK(split == 0 || split == 1 || split == 2 || split == 4 || split == kMaxSplit,
+           "linear (CUDA skinny): split ", split, " is not 0, 1, 2, 4 or 8");
+  p.split = split ? split : cluster_split(tiles, steps, st.num_sms);
   if (x.dtype() == DType::kBF16) {
     launch_for_m<__nv_bfloat16>(st, p, tiles);
   } else {
