@@ -11,8 +11,8 @@
 namespace vt::cuda {
 
 // out = x . w^T (+ bias): the skinny kernel when M <= kSkinnyMaxM and skinny_supports()
-// holds, cuBLASLt otherwise. VTLLM_GEMM_SKINNY=0 in the environment (read once, here
-// only) forces cuBLASLt for A/B comparisons; unset or 1 keeps the rule.
+// holds, cuBLASLt otherwise. VTLLM_GEMM_SKINNY=0 in the environment (read once, by
+// skinny_dispatch_enabled) forces cuBLASLt for A/B comparisons; unset or 1 keeps the rule.
 //
 // Why 16: decode is weight streaming. At M <= 16 one m16n8k16 mma pair per 16 weight
 // rows covers every activation row, the [M, K] activations cost at most half the
