@@ -4,6 +4,8 @@
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -260,6 +262,130 @@ TEST(CudaFlashPrefill, LongPrompt4096) {
   run_flash_case(s, {0}, {4096}, 16, 4, 256, DType::kBF16, 16, 800, "d256 gqa4 4096-token prompt");
   run_flash_case(s, {1000}, {4096}, 16, 2, 128, DType::kF16, 16, 810,
                  "d128 gqa8 4096 tokens after 1000");
+}
+
+
+// Decode steps (every request one token) take the decode kernel (paged_decode.cuh) when
+// q, the caches and out share a 16-bit dtype. seq_lens[b] counts the request's keys
+// (its new key included, already in the random cache). Checked three ways:
+//   host indices, no bounds: against the CPU op with the same out dtype (both round
+//     each softmax weight before P.V: the flash cases' tolerance);
+//   device indices shaped like a decode graph: `pad` padding requests (one token at
+//     seq_len 1 on block 0, as the model runner pads) and `extra` trailing q rows no
+//     request owns, bounds {B + pad, 1, max_seq_len x 3}: the real rows equal the host
+//     call with the same bounds byte for byte, padding rows are finite, and the rows no
+//     request owns are not written (they stay NaN-poisoned: ignored, vt/ops/attention.h);
+//   the real rows of that call against the CPU op as well.
+void run_decode_case(Streams& s, const std::vector<int64_t>& lens, int64_t hq, int64_t hkv,
+                     int64_t d, DType dt, uint64_t seed, const std::string& what, int64_t pad = 3,
+                     int64_t extra = 2) {
+  const int64_t B = int64_t(lens.size()), block_size = 16;
+  std::vector<int64_t> ctx, qlen(size_t(B), 1);
+  int64_t widest = 0, max_len = 0;
+  for (int64_t n : lens) {
+    ctx.push_back(n - 1);
+    widest = std::max(widest, (n + block_size - 1) / block_size);
+    max_len = std::max(max_len, n);
+  }
+  const int64_t num_blocks = B * widest + 5;
+  Batch bt = make_batch(ctx, qlen, block_size, num_blocks, seed);
+  Tensor kc = randn({num_blocks, block_size, hkv, d}, dt, 1.0, seed + 1);
+  Tensor vc = randn({num_blocks, block_size, hkv, d}, dt, 1.0, seed + 2);
+  Tensor kc_g = s.up(kc), vc_g = s.up(vc);
+  const int64_t T = B + pad + extra;
+  Tensor qbig = randn({T, hq, d + 16}, dt, 1.0, seed + 5);
+  const Tensor q = qbig.slice(2, 0, d).slice(0, 0, B);
+  const float scale = 1.0f / std::sqrt(float(d));
+  Tensor want = Tensor::empty({B, hq, d}, dt);
+  paged_attention(s.cpu, q, kc, vc, bt.qsl, bt.seq_lens, bt.block_table, scale, want);
+  const bool bf16 = dt == DType::kBF16;
+  const double rel = bf16 ? 1.0 / 128 : 1.0 / 1024, abs = bf16 ? 1.0 / 64 : 1.0 / 512;
+  const Tensor qbig_g = s.up(qbig);
+  Tensor got = poisoned_gpu(s, {B, hq, d}, dt);
+  paged_attention(s.gpu, qbig_g.slice(2, 0, d).slice(0, 0, B), kc_g, vc_g, bt.qsl, bt.seq_lens,
+                  bt.block_table, scale, got);
+  expect_close(s, want, got, rel, abs, what + " host indices");
+
+  // The graph-shaped call: B + pad requests, T = B + pad + extra q rows.
+  const int64_t Bp = B + pad, W = bt.block_table.size(1);
+  Tensor qsl = Tensor::empty({Bp + 1}, DType::kI32), sl = Tensor::empty({Bp}, DType::kI32);
+  Tensor table = Tensor::empty({Bp, W}, DType::kI32);
+  for (int64_t b = 0; b <= Bp; ++b) qsl.data<int32_t>()[b] = int32_t(b);
+  for (int64_t b = 0; b < Bp; ++b) {
+    sl.data<int32_t>()[b] = b < B ? bt.seq_lens.data<int32_t>()[b] : 1;
+    for (int64_t i = 0; i < W; ++i)
+      table.data<int32_t>()[b * W + i] = b < B ? bt.block_table.data<int32_t>()[b * W + i] : 0;
+  }
+  const AttentionBounds bounds{Bp, 1, 3 * max_len};
+  Tensor got_dev = poisoned_gpu(s, {T, hq, d}, dt);
+  paged_attention(s.gpu, qbig_g.slice(2, 0, d), kc_g, vc_g, s.up(qsl), s.up(sl), s.up(table), scale,
+                  got_dev, bounds);
+  Tensor got_host = poisoned_gpu(s, {Bp, hq, d}, dt);
+  paged_attention(s.gpu, qbig_g.slice(2, 0, d).slice(0, 0, Bp), kc_g, vc_g, qsl, sl, table, scale,
+                  got_host, bounds);
+  const Tensor dev = to_dtype(s.cpu, s.down(got_dev), DType::kF32);
+  const Tensor host = to_dtype(s.cpu, s.down(got_host), DType::kF32);
+  const int64_t row = hq * d;
+  int64_t differ = 0, not_finite = 0, written = 0;
+  for (int64_t i = 0; i < Bp * row; ++i) {
+    const float a = dev.data<float>()[i], h = host.data<float>()[i];
+    if (std::memcmp(&a, &h, sizeof a) != 0) ++differ;
+    if (!std::isfinite(a)) ++not_finite;
+  }
+  for (int64_t i = Bp * row; i < T * row; ++i) written += !std::isnan(dev.data<float>()[i]);
+  EXPECT_EQ(differ, 0) << what << ": device vs host indices with the same bounds";
+  EXPECT_EQ(not_finite, 0) << what << ": real and padding rows must be finite";
+  EXPECT_EQ(written, 0) << what << ": rows no request owns must stay unwritten";
+  expect_close(s, want, dev.slice(0, 0, B), rel, abs, what + " device indices, graph bounds");
+}
+
+TEST(CudaPagedDecode, DefaultTextShapeContextEdgesBf16AndF16) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  // Qwen3.5 default text shape: 16 query heads on 4 kv heads, head_dim 256. Contexts
+  // around a block (16) and a tile (64) edge, one split and several.
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    run_decode_case(s, {1, 15, 16, 17, 512, 4096}, 16, 4, 256, dt, 1000, "d256 gqa4 edges");
+    run_decode_case(s, {63, 64, 65, 129}, 16, 4, 256, dt, 1010, "d256 gqa4 tile edges", 0, 0);
+  }
+}
+
+TEST(CudaPagedDecode, GqaRatiosAndHeadDims) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  run_decode_case(s, {300, 1, 2000}, 24, 4, 256, DType::kBF16, 1100, "d256 gqa6 (27B)");
+  run_decode_case(s, {300, 17, 2000}, 16, 2, 256, DType::kBF16, 1110, "d256 gqa8");
+  run_decode_case(s, {77, 1000, 16}, 8, 8, 128, DType::kBF16, 1120, "d128 gqa1");
+  run_decode_case(s, {77, 1000, 16}, 32, 8, 128, DType::kF16, 1130, "d128 gqa4");
+  run_decode_case(s, {5, 3000}, 32, 4, 128, DType::kBF16, 1140, "d128 gqa8");
+  run_decode_case(s, {40, 900}, 40, 2, 64, DType::kF16, 1150, "d64 gqa20 (two head chunks)");
+}
+
+TEST(CudaPagedDecode, BatchesUpTo64MixedLengths) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  std::mt19937 rng(77);
+  for (int64_t B : {1, 2, 7, 32, 64}) {
+    std::vector<int64_t> lens;
+    for (int64_t b = 0; b < B; ++b) lens.push_back(1 + int64_t(rng() % 600));
+    run_decode_case(s, lens, 16, 4, 256, DType::kBF16, 1200 + uint64_t(B),
+                    "d256 gqa4 batch " + std::to_string(B), B % 5, 1);
+  }
+}
+
+TEST(CudaPagedDecode, LongContext32768SplitK) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  run_decode_case(s, {32768}, 16, 4, 256, DType::kBF16, 1300, "d256 gqa4 32768 keys", 1, 1);
+  run_decode_case(s, {32768, 5}, 32, 8, 128, DType::kF16, 1310, "d128 gqa4 32768 keys", 2, 0);
+}
+
+// An f32 out (and mixed dtypes) keep the CUDA-core kernel for decode: the same graph
+// checks there (its combine skips rows no request owns: they stay poisoned).
+TEST(CudaPagedDecode, CudaCoreKernelGraphShapedF32Out) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  run_decode_case(s, {1, 16, 17, 4096}, 16, 4, 256, DType::kF32, 1400, "d256 f32 (CUDA cores)");
 }
 
 }  // namespace

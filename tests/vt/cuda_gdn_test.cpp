@@ -5,6 +5,9 @@
 // chunked kernels against both CPU forms. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "cuda_compare.h"
 #include "vt/ops/fill.h"
 #include "vt/ops/gdn.h"
@@ -186,6 +189,52 @@ TEST(CudaGdn, DeltaRuleChunkedDeviceIndicesMatchHost) {
                            y_dev);
   expect_close(s, s.down(y_host), y_dev, 0, 0, "chunked out, device vs host indices");
   expect_close(s, s.down(st_host), st_dev, 0, 0, "chunked state, device vs host indices");
+}
+
+
+// Decode steps of the recurrent op (delta_rule_rows_kernel): B requests of one token
+// each in distinct random slots of a larger state (untouched slots must stay as they
+// were), against the CPU recurrence; the same step with device-resident indices must be
+// byte-equal to the host-index call.
+void delta_decode_case(Streams& s, int64_t B, int64_t hk, int64_t hv, DType io, uint64_t seed) {
+  const int64_t dk = 128, dv = 128, slots = B + 7;
+  std::vector<int32_t> qsl(static_cast<size_t>(B + 1)), slot(static_cast<size_t>(slots));
+  for (int64_t b = 0; b <= B; ++b) qsl[size_t(b)] = int32_t(b);
+  for (int64_t i = 0; i < slots; ++i) slot[size_t(i)] = int32_t(i);
+  std::shuffle(slot.begin(), slot.end(), std::mt19937(unsigned(seed)));
+  slot.resize(size_t(B));
+  const int64_t T = B;
+  Tensor qr = randn({T, hk, dk}, DType::kF32, 1.0, seed), kr = randn({T, hk, dk}, DType::kF32, 1.0, seed + 1);
+  Tensor q = Tensor::empty({T, hk, dk}, io), k = Tensor::empty({T, hk, dk}, io);
+  l2_normalize(s.cpu, qr, 1e-6f, q);
+  l2_normalize(s.cpu, kr, 1e-6f, k);
+  Tensor v = randn({T, hv, dv}, io, 1.0, seed + 2);
+  Tensor g = uniform({T, hv}, -0.7f, -0.01f, seed + 3), beta = uniform({T, hv}, 0.05f, 0.95f, seed + 4);
+  Tensor st = randn({slots, hv, dk, dv}, DType::kF32, 0.5, seed + 5);
+  Tensor st_g = s.up(st), st_dev = s.up(st);
+  const float scale = 1.0f / std::sqrt(float(dk));
+  Tensor out = Tensor::empty({T, hv, dv}, io), out_g = poisoned_gpu(s, {T, hv, dv}, io);
+  Tensor out_dev = poisoned_gpu(s, {T, hv, dv}, io);
+  const Tensor q_g = s.up(q), k_g = s.up(k), v_g = s.up(v), g_g = s.up(g), beta_g = s.up(beta);
+  gated_delta_rule_recurrent(s.cpu, q, k, v, g, beta, scale, i32(qsl), st, i32(slot), out);
+  gated_delta_rule_recurrent(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl), st_g, i32(slot),
+                             out_g);
+  gated_delta_rule_recurrent(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, s.up(i32(qsl)), st_dev,
+                             s.up(i32(slot)), out_dev);
+  const std::string what = "decode B " + std::to_string(B) + " Hv " + std::to_string(hv) + " " +
+                           dtype_name(io);
+  expect_close(s, out, out_g, io == DType::kF32 ? 1e-4 : kBf16Rel, 1e-4, what + ": out");
+  expect_close(s, st, st_g, 1e-4, 1e-4, what + ": state");
+  expect_close(s, s.down(out_g), out_dev, 0, 0, what + ": out, device vs host indices");
+  expect_close(s, s.down(st_g), st_dev, 0, 0, what + ": state, device vs host indices");
+}
+
+TEST(CudaGdn, DeltaRuleRecurrentDecodeBatchesMatchCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  uint64_t seed = 1000;
+  for (int64_t B : {1, 3, 8, 64, 256})
+    for (int64_t hv : {32, 48}) delta_decode_case(s, B, 16, hv, B % 2 ? DType::kBF16 : DType::kF32, seed += 10);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // Host side of paged attention (vt/cuda/attention.h): tiles, the split-K choice, the
 // index upload, the launch by (head_dim, cache dtype), and the split merge.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "vt/cuda/attention.h"
 #include "vt/cuda/attention/flash_prefill.cuh"
 #include "vt/cuda/attention/paged_attention.cuh"
+#include "vt/cuda/attention/paged_decode.cuh"
 #include "vt/cuda/check.h"
 #include "vt/cuda/stream_state.h"
 
@@ -16,12 +19,16 @@ namespace {
 constexpr int kCombineWarps = 4;
 
 // out[t, h] = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z - M), M = max_z m_z (base 2).
+// Rows of tokens past query_start[batch] (tokens of a graph-shaped call that no request
+// owns) were never computed: they are skipped and keep what out held, as the unsplit
+// kernels leave them. A row whose splits saw no key (m = -inf everywhere) gets 0.
 __global__ void __launch_bounds__(kCombineWarps* kWarp)
     combine_kernel(const float* ws_acc, const float* ws_ml, int splits, int64_t rows, int d,
-                   void* out, DType out_dtype, int64_t out_t, int64_t out_h, int hq) {
+                   void* out, DType out_dtype, int64_t out_t, int64_t out_h, int hq,
+                   const int32_t* query_start, int batch) {
   const int lane = threadIdx.x % kWarp;
   const int64_t row = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / kWarp;
-  if (row >= rows) return;
+  if (row >= rows || row / hq >= query_start[batch]) return;
   float mx = -INFINITY;
   for (int z = 0; z < splits; ++z) mx = fmaxf(mx, ws_ml[(z * rows + row) * 2]);
   float denom = 0.0f;
@@ -29,7 +36,7 @@ __global__ void __launch_bounds__(kCombineWarps* kWarp)
     const float mz = ws_ml[(z * rows + row) * 2];
     if (mz != -INFINITY) denom += ws_ml[(z * rows + row) * 2 + 1] * exp2f(mz - mx);
   }
-  const float inv = 1.0f / denom;
+  const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
   const int64_t off = (row / hq) * out_t + (row % hq) * out_h;
   for (int e = lane; e < d; e += kWarp) {
     float sum = 0.0f;
@@ -37,6 +44,38 @@ __global__ void __launch_bounds__(kCombineWarps* kWarp)
       const float mz = ws_ml[(z * rows + row) * 2];
       if (mz != -INFINITY) sum += ws_acc[(z * rows + row) * d + e] * exp2f(mz - mx);
     }
+    store_f32(out, out_dtype, off + e, sum * inv);
+  }
+}
+
+// The decode kernel's merge (paged_decode.cuh): a warp per (request, query head) of a
+// request with one token whose keys span nz >= 2 splits; exactly those splits wrote
+// the workspace (a request within one split wrote out itself, padding requests of a
+// graph included). out[t, h] = sum_z acc_z 2^(m_z - M) / sum_z l_z 2^(m_z - M).
+__global__ void __launch_bounds__(kCombineWarps* kWarp)
+    decode_combine_kernel(const float* ws_acc, const float* ws_ml, const int32_t* query_start,
+                          const int32_t* seq_lens, int batch, int split_keys, int64_t tokens,
+                          int hq, int d, void* out, DType out_dtype, int64_t out_t,
+                          int64_t out_h) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t item = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / kWarp;
+  if (item >= int64_t(batch) * hq) return;
+  const int b = int(item / hq), h = int(item % hq);
+  const int t = query_start[b];
+  if (query_start[b + 1] - t != 1) return;
+  const int nz = (seq_lens[b] + split_keys - 1) / split_keys;
+  if (nz < 2) return;
+  const int64_t rows = tokens * hq, row = int64_t(t) * hq + h;
+  float mx = -INFINITY;
+  for (int z = 0; z < nz; ++z) mx = fmaxf(mx, ws_ml[(z * rows + row) * 2]);
+  float denom = 0.0f;
+  for (int z = 0; z < nz; ++z) denom += ws_ml[(z * rows + row) * 2 + 1] * exp2f(ws_ml[(z * rows + row) * 2] - mx);
+  const float inv = 1.0f / denom;
+  const int64_t off = int64_t(t) * out_t + int64_t(h) * out_h;
+  for (int e = lane; e < d; e += kWarp) {
+    float sum = 0.0f;
+    for (int z = 0; z < nz; ++z)
+      sum += ws_acc[(z * rows + row) * d + e] * exp2f(ws_ml[(z * rows + row) * 2] - mx);
     store_f32(out, out_dtype, off + e, sum * inv);
   }
 }
@@ -74,11 +113,11 @@ void launch_flash_for_dim(int d, const paged::Params& p, int tiles, cudaStream_t
   }
 }
 
-// The rule of vt/cuda/attention.h: the tensor-core kernel takes a step when q, the
-// caches and out share a 16-bit dtype, head_dim is 64/128/256, some request has
-// q_len > 1, and q and out rows allow its 16-byte loads and 4-byte stores.
-bool use_tensor_cores(const Tensor& q, const Tensor& k_cache, const Tensor& out,
-                      int64_t max_query_len) {
+// The rule of vt/cuda/attention.h: the tensor-core kernels take a step when q, the
+// caches and out share a 16-bit dtype, head_dim is 64/128/256, and q and out rows allow
+// their 16-byte loads and 4-byte stores; then prefill (some q_len > 1) goes to
+// flash_prefill, decode (every q_len <= 1) to paged_decode.
+bool tensor_core_operands(const Tensor& q, const Tensor& k_cache, const Tensor& out) {
   const DType dt = k_cache.dtype();
   const int64_t d = q.size(2);
   const auto aligned = [](const Tensor& t, int64_t elems) {
@@ -86,8 +125,117 @@ bool use_tensor_cores(const Tensor& q, const Tensor& k_cache, const Tensor& out,
            t.stride(0) % elems == 0 && t.stride(1) % elems == 0;
   };
   return (dt == DType::kBF16 || dt == DType::kF16) && q.dtype() == dt && out.dtype() == dt &&
-         (d == 64 || d == 128 || d == 256) && max_query_len > 1 && aligned(q, 8) &&
-         aligned(out, 2);
+         (d == 64 || d == 128 || d == 256) && aligned(q, 8) && aligned(out, 2);
+}
+
+template <class T>
+void launch_decode_for_dim(int d, const paged::Params& p, int batch, cudaStream_t stream) {
+  switch (d) {
+    case 64: return decode::launch<64, T>(p, batch, stream);
+    case 128: return decode::launch<128, T>(p, batch, stream);
+    default: return decode::launch<256, T>(p, batch, stream);
+  }
+}
+
+// VTLLM_ATTN_DECODE=cuda_cores sends decode steps to the CUDA-core kernel (the
+// comparison in cuda_kernels_bench); unset or "mma" keeps the rule of
+// vt/cuda/attention.h. Read here only, per call (a graph keeps what its capture chose).
+bool decode_kernel_enabled() {
+  const char* v = std::getenv("VTLLM_ATTN_DECODE");
+  if (!v || std::string(v) == "mma") return true;
+  VT_CHECK(std::string(v) == "cuda_cores", "VTLLM_ATTN_DECODE=", v,
+           ": expected mma or cuda_cores");
+  return false;
+}
+
+// The decode kernel's step (paged_decode.cuh): a CTA per (request, kv head, split) over
+// the bound batch; requests without exactly one token exit. The split count sees only
+// the bounds when given (vt/ops/attention.h): about two waves of resident CTAs, each
+// split at least 4 tiles.
+void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                  const PagedBatch& pb, float scale, const Tensor& out) {
+  const int64_t T = q.size(0), hq = q.size(1), d = q.size(2), hkv = k_cache.size(2);
+  const int64_t group = hq / hkv, batch = pb.batch();
+  const int heads_per_cta = int(std::min<int64_t>(group, decode::kRows));
+  const int head_chunks = int((group + heads_per_cta - 1) / heads_per_cta);
+  int64_t max_keys = 0, ctas_batch = batch;
+  if (pb.bounds.defined()) {
+    max_keys = pb.bounds.max_seq_len;
+    ctas_batch = pb.bounds.batch;
+  } else {
+    for (int64_t b = 0; b < batch; ++b) max_keys = std::max(max_keys, pb.seq_lens[size_t(b)]);
+  }
+  const int smem = d == 64    ? decode::smem_bytes<64>()
+                   : d == 128 ? decode::smem_bytes<128>()
+                              : decode::smem_bytes<256>();
+  const int64_t per_sm = std::max(1, (227 * 1024) / (smem + 1024));
+  const int64_t ctas = std::max<int64_t>(1, ctas_batch * hkv * head_chunks);
+  const int64_t target = 2 * per_sm * int64_t(st.num_sms), min_split = 4 * decode::kKeys;
+  int splits = 1;
+  if (ctas < target && max_keys > 2 * min_split)
+    splits = int(std::min<int64_t>((target + ctas - 1) / ctas, (max_keys + min_split - 1) / min_split));
+  splits = std::clamp(splits, 1, 128);
+  const int align = decode::kSplitAlign;
+  int split_keys = int((std::max<int64_t>(max_keys, 1) + splits - 1) / splits);
+  split_keys = std::max(align, (split_keys + align - 1) / align * align);
+  splits = std::max(1, int((max_keys + split_keys - 1) / split_keys));
+
+  const int32_t *d_qs = pb.d_query_start, *d_sl = pb.d_seq_lens, *d_bt = pb.d_block_table;
+  if (!pb.on_device()) {
+    std::vector<int32_t> idx;  // query_start [B+1], seq_lens [B], block_table
+    idx.reserve(size_t(2 * batch + 1 + batch * pb.max_blocks));
+    for (int64_t v : pb.query_start) idx.push_back(int32_t(v));
+    for (int64_t v : pb.seq_lens) idx.push_back(int32_t(v));
+    idx.insert(idx.end(), pb.block_table, pb.block_table + batch * pb.max_blocks);
+    const int32_t* d_idx = upload_indices(st, idx);
+    d_qs = d_idx;
+    d_sl = d_idx + batch + 1;
+    d_bt = d_idx + 2 * batch + 1;
+  }
+  paged::Params p{};
+  p.q = q.data_ptr();
+  p.q_dtype = q.dtype();
+  p.q_t = q.stride(0);
+  p.q_h = q.stride(1);
+  p.k_cache = k_cache.data_ptr();
+  p.v_cache = v_cache.data_ptr();
+  p.out = out.data_ptr();
+  p.out_dtype = out.dtype();
+  p.out_t = out.stride(0);
+  p.out_h = out.stride(1);
+  p.query_start = d_qs;
+  p.seq_lens = d_sl;
+  p.block_table = d_bt;
+  p.max_blocks = int(pb.max_blocks);
+  p.block_size = int(k_cache.size(1));
+  p.tokens = int(T);
+  p.hq = int(hq);
+  p.hkv = int(hkv);
+  p.group = int(group);
+  p.heads_per_cta = heads_per_cta;
+  p.head_chunks = head_chunks;
+  p.splits = splits;
+  p.split_keys = split_keys;
+  p.scale_log2 = scale * 1.4426950408889634f;
+  if (splits > 1) {
+    const size_t acc_floats = size_t(splits) * size_t(T * hq * d);
+    float* ws = static_cast<float*>(
+        scratch(st, kWorkScratch, (acc_floats + size_t(splits) * size_t(T * hq) * 2) * 4));
+    p.ws_acc = ws;
+    p.ws_ml = ws + acc_floats;
+  }
+  if (k_cache.dtype() == DType::kBF16)
+    launch_decode_for_dim<__nv_bfloat16>(int(d), p, int(batch), st.stream);
+  else
+    launch_decode_for_dim<__half>(int(d), p, int(batch), st.stream);
+  if (splits > 1) {
+    const int64_t items = batch * hq;
+    decode_combine_kernel<<<unsigned((items + kCombineWarps - 1) / kCombineWarps),
+                            kCombineWarps * kWarp, 0, st.stream>>>(
+        p.ws_acc, p.ws_ml, d_qs, d_sl, int(batch), split_keys, T, int(hq), int(d), out.data_ptr(),
+        out.dtype(), out.stride(0), out.stride(1));
+    VT_CUDA_CHECK_LAUNCH("paged attention decode_combine_kernel");
+  }
 }
 
 }  // namespace
@@ -113,7 +261,10 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
     for (int64_t b = 0; b < batch; ++b)
       max_query_len =
           std::max(max_query_len, pb.query_start[size_t(b + 1)] - pb.query_start[size_t(b)]);
-  const bool tc = use_tensor_cores(q, k_cache, out, max_query_len);
+  const bool tc_operands = tensor_core_operands(q, k_cache, out);
+  if (tc_operands && max_query_len <= 1 && decode_kernel_enabled())
+    return paged_decode(st, q, k_cache, v_cache, pb, scale, out);
+  const bool tc = tc_operands && max_query_len > 1;
   const int cta_rows = tc ? flash::kRows : paged::kRows;
 
   // Tiles: per request, runs of tokens_per_cta tokens; a CTA covers heads_per_cta of
@@ -239,7 +390,8 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
     const int64_t rows = T * hq;
     combine_kernel<<<unsigned((rows + kCombineWarps - 1) / kCombineWarps), kCombineWarps * kWarp, 0,
                      st.stream>>>(p.ws_acc, p.ws_ml, splits, rows, int(d), out.data_ptr(),
-                                  out.dtype(), out.stride(0), out.stride(1), int(hq));
+                                  out.dtype(), out.stride(0), out.stride(1), int(hq), d_qs,
+                                  int(batch));
     VT_CUDA_CHECK_LAUNCH("paged attention combine_kernel");
   }
 }

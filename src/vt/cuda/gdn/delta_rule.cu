@@ -1,12 +1,23 @@
-// CUDA gated delta rule (vt/cuda/gdn.h): the token recurrence, one CTA (one warp) per
-// (request, value head, 32 value columns), the [Dk, 32] state slice in registers.
-//
-// Per token, thread e (column e) with k, q staged in shared memory:
+// CUDA gated delta rule (vt/cuda/gdn.h): the token recurrence with the f32 state
+// slice of a CTA in registers for the whole request. Per token, column e of the state:
 //   S[:, e] *= exp(g);  m = S[:, e] . k;  u = beta (v[e] - m);
 //   S[:, e] += k u;     out[e] = S[:, e] . (scale q)
 // Bytes per decode step and (request, head): the f32 state read and written once
 // (2 Dk Dv 4 B), k, q, v read; FLOPs 4 Dk Dv: memory-bound, ceiling the copy rate.
+//
+// Two kernels:
+//   delta_rule_rows_kernel (default; Dv % 4 == 0): a CTA of Dk / 8 warps per (request,
+//     value head, 128 value columns). Lane l owns columns 4l .. 4l + 3 (one float4),
+//     warp w owns state rows 8w .. 8w + 7: a warp's loads are whole 512-byte state rows
+//     (float4 per lane, 8 in flight per thread, the CTA's 64 KB slice contiguous), and
+//     a thread holds 32 state floats (64 registers: 2 CTAs of 512 per SM). The column
+//     sums over rows (m and out) are per-thread partials over its 8 rows, then summed
+//     over the warps through shared memory (a fixed order).
+//   delta_rule_warp_kernel (VTLLM_GDN_DECODE=warp, or Dv % 4 != 0): the first version,
+//     one warp per (request, value head, 32 columns), a [Dk, 32] slice in registers.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "vt/cuda/check.h"
@@ -42,13 +53,13 @@ struct DeltaParams {
 };
 
 template <int DK>
-__global__ void __launch_bounds__(kCols) delta_rule_kernel(DeltaParams p) {
+__global__ void __launch_bounds__(kCols) delta_rule_warp_kernel(DeltaParams p) {
   __shared__ float k_s[DK], q_s[DK];
   const int lane = threadIdx.x;
   const int col = blockIdx.x * kCols + lane, h = blockIdx.y, b = blockIdx.z;
   const bool active = col < p.dv;
   const int hk = h / p.ratio;
-  float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * DK) * p.dv + col;
+  float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * p.dk) * p.dv + col;
   float S[DK];
 #pragma unroll
   for (int i = 0; i < DK; ++i) S[i] = active && i < p.dk ? S_g[int64_t(i) * p.dv] : 0.0f;
@@ -97,6 +108,119 @@ __global__ void __launch_bounds__(kCols) delta_rule_kernel(DeltaParams p) {
   }
 }
 
+inline constexpr int kRowsPerWarp = 8;            // state rows per warp (rows kernel)
+inline constexpr int kColsPerCta = 4 * kWarp;     // value columns per CTA (rows kernel)
+
+// One CTA per (request, value head, kColsPerCta columns); DK / kRowsPerWarp warps.
+template <int DK>
+__global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsPerWarp * kWarp))
+    delta_rule_rows_kernel(DeltaParams p) {
+  constexpr int kWarps = DK / kRowsPerWarp, kThreads = kWarps * kWarp;
+  __shared__ float k_s[DK], q_s[DK];
+  __shared__ float4 v_s[kWarp];
+  __shared__ float4 part_m[kWarps][kWarp], part_o[kWarps][kWarp];  // column partials
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int col = blockIdx.x * kColsPerCta + 4 * lane, h = blockIdx.y, b = blockIdx.z;
+  const bool active = col < p.dv;  // dv % 4 == 0: all four columns or none
+  const int hk = h / p.ratio, row0 = warp * kRowsPerWarp;
+  float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * p.dk) * p.dv + col;
+  float4 S[kRowsPerWarp];
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i)
+    S[i] = active && row0 + i < p.dk
+               ? *reinterpret_cast<const float4*>(S_g + int64_t(row0 + i) * p.dv)
+               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const int64_t t_end = p.start[b + 1];
+  for (int64_t t = p.start[b]; t < t_end; ++t) {
+    for (int i = threadIdx.x; i < DK; i += kThreads) {  // zero k rows keep padded S rows zero
+      k_s[i] = i < p.dk ? load_f32(p.k, p.k_dtype, t * p.k_t + int64_t(hk) * p.k_h + i) : 0.0f;
+      q_s[i] = i < p.dk ? load_f32(p.q, p.q_dtype, t * p.q_t + int64_t(hk) * p.q_h + i) * p.scale
+                        : 0.0f;
+    }
+    if (warp == 0) {
+      const int64_t v0 = t * p.v_t + int64_t(h) * p.v_h + col;
+      v_s[lane] = active ? make_float4(load_f32(p.v, p.v_dtype, v0), load_f32(p.v, p.v_dtype, v0 + 1),
+                                       load_f32(p.v, p.v_dtype, v0 + 2),
+                                       load_f32(p.v, p.v_dtype, v0 + 3))
+                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    const float decay = expf(p.g[t * p.hv + h]), bt = p.beta[t * p.hv + h];
+    __syncthreads();  // k_s, q_s, v_s written (and last token's part_o read)
+    float4 m = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      const float kv = k_s[row0 + i];
+      S[i].x *= decay;
+      S[i].y *= decay;
+      S[i].z *= decay;
+      S[i].w *= decay;
+      m.x += S[i].x * kv;
+      m.y += S[i].y * kv;
+      m.z += S[i].z * kv;
+      m.w += S[i].w * kv;
+    }
+    part_m[warp][lane] = m;
+    __syncthreads();
+    float4 msum = part_m[0][lane];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) {
+      const float4 x = part_m[w][lane];
+      msum.x += x.x;
+      msum.y += x.y;
+      msum.z += x.z;
+      msum.w += x.w;
+    }
+    const float4 vv = v_s[lane];
+    const float4 u = make_float4(bt * (vv.x - msum.x), bt * (vv.y - msum.y), bt * (vv.z - msum.z),
+                                 bt * (vv.w - msum.w));
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      const float kv = k_s[row0 + i], qv = q_s[row0 + i];
+      S[i].x += kv * u.x;
+      S[i].y += kv * u.y;
+      S[i].z += kv * u.z;
+      S[i].w += kv * u.w;
+      o.x += S[i].x * qv;
+      o.y += S[i].y * qv;
+      o.z += S[i].z * qv;
+      o.w += S[i].w * qv;
+    }
+    part_o[warp][lane] = o;
+    __syncthreads();  // part_o complete; every thread is past its reads of k_s, q_s, part_m
+    if (warp == 0 && active) {
+      float4 osum = part_o[0][lane];
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) {
+        const float4 x = part_o[w][lane];
+        osum.x += x.x;
+        osum.y += x.y;
+        osum.z += x.z;
+        osum.w += x.w;
+      }
+      const int64_t o0 = (t * p.hv + h) * p.dv + col;
+      store_f32(p.out, p.out_dtype, o0, osum.x);
+      store_f32(p.out, p.out_dtype, o0 + 1, osum.y);
+      store_f32(p.out, p.out_dtype, o0 + 2, osum.z);
+      store_f32(p.out, p.out_dtype, o0 + 3, osum.w);
+    }
+  }
+  if (active) {
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i)
+      if (row0 + i < p.dk) *reinterpret_cast<float4*>(S_g + int64_t(row0 + i) * p.dv) = S[i];
+  }
+}
+
+// VTLLM_GDN_DECODE=warp selects delta_rule_warp_kernel (the comparison in
+// cuda_kernels_bench); unset or "rows" the rows kernel. Read here only, per call.
+bool rows_kernel_selected() {
+  const char* v = std::getenv("VTLLM_GDN_DECODE");
+  if (!v || std::string(v) == "rows") return true;
+  VT_CHECK(std::string(v) == "warp", "VTLLM_GDN_DECODE=", v, ": expected rows or warp");
+  return false;
+}
+
 }  // namespace
 
 void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -123,15 +247,27 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
                 v.stride(0),      v.stride(1), g.data<float>(), beta.data<float>(),
                 state.data<float>(), out.data_ptr(), out.dtype(), d_start, d_slot, int(hv),
                 int(hv / q.size(1)), int(dk), int(dv), scale};
-  const dim3 grid(unsigned((dv + kCols - 1) / kCols), unsigned(hv), unsigned(B));
   // The smallest instantiated state height that holds dk (zero-padded past dk).
+  const bool aligned = dv % 4 == 0 && reinterpret_cast<uintptr_t>(state.data_ptr()) % 16 == 0;
+  if (aligned && rows_kernel_selected()) {
+    const dim3 grid(unsigned((dv + kColsPerCta - 1) / kColsPerCta), unsigned(hv), unsigned(B));
+    if (dk <= 32)
+      delta_rule_rows_kernel<32><<<grid, 32 / kRowsPerWarp * kWarp, 0, st.stream>>>(p);
+    else if (dk <= 64)
+      delta_rule_rows_kernel<64><<<grid, 64 / kRowsPerWarp * kWarp, 0, st.stream>>>(p);
+    else
+      delta_rule_rows_kernel<128><<<grid, 128 / kRowsPerWarp * kWarp, 0, st.stream>>>(p);
+    VT_CUDA_CHECK_LAUNCH("delta_rule_rows_kernel");
+    return;
+  }
+  const dim3 grid(unsigned((dv + kCols - 1) / kCols), unsigned(hv), unsigned(B));
   if (dk <= 32)
-    delta_rule_kernel<32><<<grid, kCols, 0, st.stream>>>(p);
+    delta_rule_warp_kernel<32><<<grid, kCols, 0, st.stream>>>(p);
   else if (dk <= 64)
-    delta_rule_kernel<64><<<grid, kCols, 0, st.stream>>>(p);
+    delta_rule_warp_kernel<64><<<grid, kCols, 0, st.stream>>>(p);
   else
-    delta_rule_kernel<128><<<grid, kCols, 0, st.stream>>>(p);
-  VT_CUDA_CHECK_LAUNCH("delta_rule_kernel");
+    delta_rule_warp_kernel<128><<<grid, kCols, 0, st.stream>>>(p);
+  VT_CUDA_CHECK_LAUNCH("delta_rule_warp_kernel");
 }
 
 }  // namespace vt::cuda
