@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -207,13 +208,21 @@ void bench_gemm_decode() {
   }
 }
 
+// The decode rows run with L2 flushed before each run (a decode step's KV cache and GDN
+// state of one layer come from HBM: the previous layer's evicted them); the others warm.
+const vt::Tensor* g_flush = nullptr;  // set while the decode rows run
+double timed(const std::function<void()>& fn) {
+  return g_flush ? time_cold_ms(fn, *g_flush) : time_ms(fn);
+}
+
 // Paged attention over B requests of ctx cached keys and q_len new tokens each. With
 // bf16 out and q_len > 1 the step takes the tensor-core kernel (vt/cuda/attention.h);
 // an f32 out keeps the CUDA-core kernel (the "before" of the prefill rows). q0_extra
 // more tokens for request 0 (a decode batch with one q_len-2 request takes the
 // tensor-core kernel: how it would serve decode, next to the CUDA-core row).
 void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t hkv, int64_t d,
-                     vt::DType out_dt = vt::DType::kBF16, int64_t q0_extra = 0) {
+                     vt::DType out_dt = vt::DType::kBF16, int64_t q0_extra = 0,
+                     const std::string& tag = "", int64_t bound_seq = 0) {
   const int64_t bs = 16, per_req = (ctx + q_len + q0_extra + bs - 1) / bs, blocks = B * per_req;
   vt::Tensor kc = rand_gpu({blocks, bs, hkv, d}, vt::DType::kBF16);
   vt::Tensor vc = rand_gpu({blocks, bs, hkv, d}, vt::DType::kBF16, 1, 3);
@@ -231,8 +240,12 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
   const int64_t T = B * q_len + q0_extra;
   vt::Tensor q = rand_gpu({T, hq, d}, vt::DType::kBF16), out = rand_gpu({T, hq, d}, out_dt);
   vt::Tensor qt = i32(qsl), lt = i32(lens);
-  const double ms = time_ms([&] {
-    vt::paged_attention(*g_gpu, q, kc, vc, qt, lt, bt, 1.0f / std::sqrt(float(d)), out);
+  // bound_seq: the call as a decode graph makes it (bounds {B, 1, bound_seq}: the split
+  // count follows the bound, not the real context).
+  const vt::AttentionBounds bounds =
+      bound_seq > 0 ? vt::AttentionBounds{B, 1, bound_seq} : vt::AttentionBounds{};
+  const double ms = timed([&] {
+    vt::paged_attention(*g_gpu, q, kc, vc, qt, lt, bt, 1.0f / std::sqrt(float(d)), out, bounds);
   });
   // Fewest bytes: every cached key and value read once, q read and out written once.
   const double kv_bytes = double(B * (ctx + q_len) + q0_extra) * double(hkv * d) * 2 * 2;
@@ -247,7 +260,8 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
           std::to_string(q_len) + (q0_extra ? "(+" + std::to_string(q0_extra) + ")" : "") +
           " Hq/Hkv=" + std::to_string(hq) + "/" + std::to_string(hkv) + " D=" + std::to_string(d) +
           (out_dt != vt::DType::kBF16 ? " f32 out (CUDA cores)"
-                                      : (q_len + q0_extra > 1 ? " mma" : "")),
+                                      : (q_len + q0_extra > 1 ? " mma" : "")) +
+          (bound_seq > 0 ? " bound " + std::to_string(bound_seq) : "") + tag,
       ms, bytes, flops);
 }
 
@@ -259,7 +273,8 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
 // block) + 64 Dk Dv x 2 (the state update); their fraction is of the ~67 TFLOP/s f32
 // CUDA-core peak. Bytes: q, k, v read, out written, the state read and written once
 // (the chunked form's scratch traffic, ~80 KB per chunk and head, not counted).
-void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv, bool chunked) {
+void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv, bool chunked,
+               const std::string& tag = "") {
   const int64_t dk = 128, dv = 128, T = B * tokens_each;
   vt::Tensor q = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f), k = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f, 2);
   vt::Tensor v = rand_gpu({T, hv, dv}, vt::DType::kBF16, 1, 3), out = rand_gpu({T, hv, dv}, vt::DType::kBF16);
@@ -271,7 +286,7 @@ void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv, bool chun
     slots.push_back(int32_t(b));
   }
   vt::Tensor qt = i32(qsl), st = i32(slots);
-  const double ms = time_ms([&] {
+  const double ms = timed([&] {
     if (chunked)
       vt::gated_delta_rule_chunked(*g_gpu, q, k, v, g, beta, 0.088f, qt, state, st, out);
     else
@@ -284,8 +299,51 @@ void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv, bool chun
   const double flops = chunked ? chunks * double(hv) * per_chunk_head : 4.0 * double(T * hv * dk * dv);
   row(std::string(chunked ? "gdn chunked" : "gdn recurrent") + " B=" + std::to_string(B) +
           " tokens=" + std::to_string(tokens_each) + " Hk/Hv=" + std::to_string(hk) + "/" +
-          std::to_string(hv) + (chunked ? " (% of f32 67)" : ""),
+          std::to_string(hv) + (chunked ? " (% of f32 67)" : "") + tag,
       ms, bytes, flops, chunked ? kF32TFlops : kBf16TFlops);
+}
+
+
+// Runs fn with the environment variable name set to value (the decode kernels' A/B
+// switches, read per call: VTLLM_ATTN_DECODE, VTLLM_GDN_DECODE), then unsets it.
+void with_env(const char* name, const char* value, const std::function<void()>& fn) {
+  setenv(name, value, 1);
+  fn();
+  unsetenv(name);
+}
+
+// Decode steps (L2 cold): the decode kernels (paged_decode, delta_rule_rows_kernel) and, tagged
+// [old], the kernels they replace, at the 27B shapes, the Qwen3-style D 128 row, and
+// the Qwen3.5 default text shape (16 q / 4 kv heads of 256; GDN 16 k / 32 v heads).
+// Bytes: every key and value read once (bf16), q and out; GDN: the f32 state read and
+// written once.
+void bench_decode() {
+  const vt::Tensor flush = vt::Tensor::empty({int64_t(256) << 20}, vt::DType::kU8, g_gpu->device());
+  g_flush = &flush;
+  struct Attn {
+    int64_t B, ctx, hq, hkv, d;
+  };
+  const Attn attn[] = {{64, 4096, 24, 4, 256}, {1, 32768, 24, 4, 256}, {8, 8192, 32, 8, 128},
+                       {1, 512, 16, 4, 256},   {8, 512, 16, 4, 256},   {32, 512, 16, 4, 256},
+                       {64, 512, 16, 4, 256},  {1, 4096, 16, 4, 256},  {8, 4096, 16, 4, 256},
+                       {32, 4096, 16, 4, 256}, {64, 4096, 16, 4, 256}};
+  for (const Attn& a : attn) {
+    bench_attention(a.B, a.ctx, 1, a.hq, a.hkv, a.d);
+    with_env("VTLLM_ATTN_DECODE", "cuda_cores",
+             [&] { bench_attention(a.B, a.ctx, 1, a.hq, a.hkv, a.d, vt::DType::kBF16, 0, " [old]"); });
+  }
+  // As the engine's decode graphs call it: bounds {B, 1, 16384} over a shorter context.
+  for (int64_t B : {1, 64}) {
+    bench_attention(B, 512, 1, 16, 4, 256, vt::DType::kBF16, 0, "", 16384);
+    bench_attention(B, 4096, 1, 16, 4, 256, vt::DType::kBF16, 0, "", 16384);
+  }
+  for (int64_t B : {1, 8, 32, 64, 256}) {
+    for (int64_t hv : {32, 48}) {
+      bench_gdn(B, 1, 16, hv, false);
+      with_env("VTLLM_GDN_DECODE", "warp", [&] { bench_gdn(B, 1, 16, hv, false, " [old]"); });
+    }
+  }
+  g_flush = nullptr;
 }
 
 }  // namespace
@@ -302,9 +360,7 @@ int main() {
   bench_copy_and_rowwise();
   bench_gemm();
   bench_gemm_decode();
-  bench_attention(64, 4096, 1, 24, 4, 256);   // decode, batch 64, 4K context
-  bench_attention(1, 32768, 1, 24, 4, 256);   // decode, one long request: split-K
-  bench_attention(8, 8192, 1, 32, 8, 128);    // Qwen3-style head_dim 128
+  bench_decode();
   bench_attention(1, 0, 4096, 24, 4, 256);    // prefill of a 4K prompt
   // Prefill at the Qwen3.5 default text shape (16 query heads on 4 kv heads, D 256);
   // FLOPs count causal pairs only: 4 Hq D sum over queries of keys attended.
@@ -318,10 +374,7 @@ int main() {
   // above and the CUDA-core decode at the default shape: data for the decode rule.
   bench_attention(64, 4096, 1, 24, 4, 256, vt::DType::kBF16, 1);
   bench_attention(1, 32768, 1, 24, 4, 256, vt::DType::kBF16, 1);
-  bench_attention(64, 4096, 1, 16, 4, 256);
   bench_attention(64, 4096, 1, 16, 4, 256, vt::DType::kBF16, 1);
-  bench_gdn(64, 1, 16, 48, false);            // decode step, 64 requests
-  bench_gdn(256, 1, 16, 48, false);
   bench_gdn(1, 4096, 16, 48, false);          // prefill by the token loop (the old path)
   for (int64_t hv : {32, 48}) {               // prefill by chunks: 35B (Hv 32), 27B (Hv 48)
     bench_gdn(1, 512, 16, hv, true);
