@@ -10,10 +10,12 @@
 //   gdn_gates: one thread per (token, value head).
 //   gated_delta_rule: the token recurrence of §8.6 (the recurrent op: decode). The
 //     recurrence is separable by value column: column e of S evolves from k, q, beta,
-//     g and v[e] alone. So each CTA owns (request, value head, 32 columns), keeps its
-//     [Dk, 32] slice of the f32 state in registers (one column per thread) for the
-//     whole request, and reads only k, q (staged in shared memory) per token.
-//     Dk <= 128 (32, 64, 128 instantiated; others padded).
+//     g and v[e] alone. So each CTA owns (request, value head, 128 columns) and keeps
+//     its [Dk, 128] slice of the f32 state in registers for the whole request: Dk / 8
+//     warps, a warp 8 whole rows (a lane 4 columns: float4 loads of 512-byte rows), the
+//     column sums over rows finished through shared memory; k, q, v staged per token.
+//     Dk <= 128 (32, 64, 128 instantiated; others padded). Dv % 4 != 0, or
+//     VTLLM_GDN_DECODE=warp, takes the first kernel (a warp per 32 columns).
 //   gated_delta_rule_chunked: the chunked form of §8.7 (the chunked op: prefill and
 //     mixed steps), f32 CUDA-core tiles, chunks of 64 (gdn/delta_rule_chunked.cuh):
 //     a first kernel per (chunk, value head) solves the chunk's unit lower-triangular

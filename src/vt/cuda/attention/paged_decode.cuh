@@ -34,10 +34,10 @@ namespace vt::cuda::decode {
 
 inline constexpr int kWarps = 4;
 inline constexpr int kThreads = kWarps * kWarp;
-inline constexpr int kRows = 16;              // query heads per CTA (one mma M)
-inline constexpr int kKeys = kWarps * 16;     // keys per tile, 16 per warp
-inline constexpr int kStages = 3;             // tiles in the cp.async ring
-inline constexpr int kSplitAlign = kKeys;     // a split's key count is a multiple of this
+inline constexpr int kRows = 16;           // query heads per CTA (one mma M)
+inline constexpr int kKeys = kWarps * 16;  // keys per tile, 16 per warp
+inline constexpr int kStages = 3;          // tiles in the cp.async ring
+inline constexpr int kSplitAlign = kKeys;  // a split's key count is a multiple of this
 
 // q tile + the K/V ring, in bytes; the merge buffer (f32 [kWarps][kRows][D] + m, l)
 // reuses the ring.
@@ -78,8 +78,9 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
   if (seq_len <= 0) {  // no key (never a valid request): a finite zero row, not NaN
     if (split == 0)
       for (int i = threadIdx.x; i < heads * D; i += kThreads)
-        static_cast<T*>(p.out)[int64_t(t) * p.out_t + int64_t(g * p.group + head0 + i / D) * p.out_h +
-                               i % D] = from_float<T>(0.0f);
+        static_cast<T*>(
+            p.out)[int64_t(t) * p.out_t + int64_t(g * p.group + head0 + i / D) * p.out_h + i % D] =
+            from_float<T>(0.0f);
     return;
   }
   if (k_begin >= k_end) return;  // a split past the request's keys (launch shaped by bounds)
@@ -88,7 +89,8 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
   for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const bool real = r < heads;
-    const T* src = real ? q + int64_t(t) * p.q_t + int64_t(g * p.group + head0 + r) * p.q_h + col : q;
+    const T* src =
+        real ? q + int64_t(t) * p.q_t + int64_t(g * p.group + head0 + r) * p.q_h + col : q;
     cp_async16(smem_addr(q_tile + swz<D>(r, col)), src, real);
   }
 
@@ -136,7 +138,8 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
     const int kt = k_begin + it * kKeys, stage = it % kStages;
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile it visible to every warp; tile it - 1's stage is free
-    if (it + kStages - 1 < n_tiles) load_kv(kt + (kStages - 1) * kKeys, (it + kStages - 1) % kStages);
+    if (it + kStages - 1 < n_tiles)
+      load_kv(kt + (kStages - 1) * kKeys, (it + kStages - 1) % kStages);
     cp_async_commit();
 
     // S = Q K^T for the 16 rows and the warp's 16 keys.
@@ -218,7 +221,8 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
     float* o = red_o + (warp * kRows + r) * D;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n)
-      *reinterpret_cast<float2*>(o + n * 8 + quad_col) = make_float2(acc[n][2 * i], acc[n][2 * i + 1]);
+      *reinterpret_cast<float2*>(o + n * 8 + quad_col) =
+          make_float2(acc[n][2 * i], acc[n][2 * i + 1]);
     if (lane % 4 == 0) {
       red_ml[(warp * kRows + r) * 2] = m[i];
       red_ml[(warp * kRows + r) * 2 + 1] = l[i];
@@ -240,7 +244,8 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
     }
     const int h = g * p.group + head0 + r;
     if (single) {
-      static_cast<T*>(p.out)[int64_t(t) * p.out_t + int64_t(h) * p.out_h + e] = from_float<T>(o / lsum);
+      static_cast<T*>(p.out)[int64_t(t) * p.out_t + int64_t(h) * p.out_h + e] =
+          from_float<T>(o / lsum);
     } else {
       const int64_t row = int64_t(split) * p.tokens * p.hq + int64_t(t) * p.hq + h;
       p.ws_acc[row * D + e] = o;
