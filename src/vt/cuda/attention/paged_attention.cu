@@ -151,7 +151,8 @@ bool decode_kernel_enabled() {
 // The decode kernel's step (paged_decode.cuh): a CTA per (request, kv head, split) over
 // the bound batch; requests without exactly one token exit. The split count sees only
 // the bounds when given (vt/ops/attention.h): about two waves of resident CTAs, each
-// split at least 4 tiles.
+// split at least 2 tiles (a small batch over a short context still spreads over SMs:
+// one CTA streams at ~1/132 of the copy rate).
 void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                   const PagedBatch& pb, float scale, const Tensor& out) {
   const int64_t T = q.size(0), hq = q.size(1), d = q.size(2), hkv = k_cache.size(2);
@@ -170,9 +171,9 @@ void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const
                               : decode::smem_bytes<256>();
   const int64_t per_sm = std::max(1, (227 * 1024) / (smem + 1024));
   const int64_t ctas = std::max<int64_t>(1, ctas_batch * hkv * head_chunks);
-  const int64_t target = 2 * per_sm * int64_t(st.num_sms), min_split = 4 * decode::kKeys;
+  const int64_t target = 2 * per_sm * int64_t(st.num_sms), min_split = 2 * decode::kKeys;
   int splits = 1;
-  if (ctas < target && max_keys > 2 * min_split)
+  if (ctas < target && max_keys >= 2 * min_split)
     splits = int(std::min<int64_t>((target + ctas - 1) / ctas, (max_keys + min_split - 1) / min_split));
   splits = std::clamp(splits, 1, 128);
   const int align = decode::kSplitAlign;
