@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(kCombineWarps* kWarp)
 // graph included). out[t, h] = sum_z acc_z 2^(m_z - M) / sum_z l_z 2^(m_z - M).
 __global__ void __launch_bounds__(kCombineWarps* kWarp)
     decode_combine_kernel(const float* ws_acc, const float* ws_ml, const int32_t* query_start,
-                          const int32_t* seq_lens, int batch, int split_keys, int64_t tokens,
+                          const int32_t* seq_lens, int batch, int splits, int split_keys,
+                          int64_t tokens,
                           int hq, int d, void* out, DType out_dtype, int64_t out_t,
                           int64_t out_h) {
   const int lane = threadIdx.x % kWarp;
@@ -63,7 +64,7 @@ __global__ void __launch_bounds__(kCombineWarps* kWarp)
   const int b = int(item / hq), h = int(item % hq);
   const int t = query_start[b];
   if (query_start[b + 1] - t != 1) return;
-  const int nz = (seq_lens[b] + split_keys - 1) / split_keys;
+  const int nz = min(splits, (seq_lens[b] + split_keys - 1) / split_keys);
   if (nz < 2) return;
   const int64_t rows = tokens * hq, row = int64_t(t) * hq + h;
   float mx = -INFINITY;
@@ -233,7 +234,8 @@ void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const
     const int64_t items = batch * hq;
     decode_combine_kernel<<<unsigned((items + kCombineWarps - 1) / kCombineWarps),
                             kCombineWarps * kWarp, 0, st.stream>>>(
-        p.ws_acc, p.ws_ml, d_qs, d_sl, int(batch), split_keys, T, int(hq), int(d), out.data_ptr(),
+        p.ws_acc, p.ws_ml, d_qs, d_sl, int(batch), splits, split_keys, T, int(hq), int(d),
+        out.data_ptr(),
         out.dtype(), out.stride(0), out.stride(1));
     VT_CUDA_CHECK_LAUNCH("paged attention decode_combine_kernel");
   }

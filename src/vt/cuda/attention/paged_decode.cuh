@@ -74,7 +74,9 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
   const int heads = min(p.heads_per_cta, p.group - head0);  // real rows of the tile
   const int k_begin = split * p.split_keys;
   const int k_end = min(seq_len, k_begin + p.split_keys);
-  const bool single = seq_len <= p.split_keys;  // this request's only split writes out
+  // This request's only split writes out (also when a seq_len past the bounds meets a
+  // one-split launch: its keys past split_keys are dropped, never a workspace write).
+  const bool single = seq_len <= p.split_keys || p.splits == 1;
   if (seq_len <= 0) {  // no key (never a valid request): a finite zero row, not NaN
     if (split == 0)
       for (int i = threadIdx.x; i < heads * D; i += kThreads)
