@@ -158,6 +158,7 @@ void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const
                   const PagedBatch& pb, float scale, const Tensor& out) {
   const int64_t T = q.size(0), hq = q.size(1), d = q.size(2), hkv = k_cache.size(2);
   const int64_t group = hq / hkv, batch = pb.batch();
+  if (batch == 0) return;
   const int heads_per_cta = int(std::min<int64_t>(group, decode::kRows));
   const int head_chunks = int((group + heads_per_cta - 1) / heads_per_cta);
   int64_t max_keys = 0, ctas_batch = batch;
