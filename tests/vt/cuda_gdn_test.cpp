@@ -234,7 +234,9 @@ TEST(CudaGdn, DeltaRuleRecurrentDecodeBatchesMatchCpu) {
   Streams s;
   uint64_t seed = 1000;
   for (int64_t B : {1, 3, 8, 64, 256})
-    for (int64_t hv : {32, 48}) delta_decode_case(s, B, 16, hv, B % 2 ? DType::kBF16 : DType::kF32, seed += 10);
+    for (int64_t hv : {32, 48})
+      if (B < 256 || hv == 32)  // B 256 x Hv 48 would hold 0.8 GB of state on each side
+        delta_decode_case(s, B, 16, hv, B % 2 ? DType::kBF16 : DType::kF32, seed += 10);
 }
 
 }  // namespace
