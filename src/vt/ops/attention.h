@@ -24,7 +24,9 @@
 //   q, out [T, Hq, D] (head_dim stride 1, other strides free), out must not overlap q;
 //   query_start_loc [B + 1], seq_lens [B], block_table [B, max_blocks] i32, block_table
 //   contiguous; all on the CPU (validated), or all contiguous on the stream's device
-//   (trusted, vt/ops/indices.h), which requires `bounds`.
+//   (trusted, vt/ops/indices.h), which requires `bounds`. With device indices q may have
+//   rows past query_start_loc[B] (a CUDA graph's tokens no request owns): out's rows
+//   there are not written.
 //   bounds (optional with host indices): host upper bounds of the batch, B <= batch,
 //   every q_len <= max_query_len, every seq_len <= max_seq_len (checked for host
 //   indices). When given, the CUDA launch shape (tiles per request, split-K count) is a

@@ -147,9 +147,13 @@ class GenerateEngine:
             ids[i, width - len(j.ids):] = torch.tensor(j.ids)
             mask[i, width - len(j.ids):] = 1
         n = max(j.max_tokens for j in batch)
+        t0 = time.time()
         self.model.generate(input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device),
                             max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=self.pad,
                             streamer=_BatchStreamer(batch))
+        dt = time.time() - t0
+        print(f"transformers_server: generate batch {len(batch)} x {width} prompt tokens, {n} new: "
+              f"{dt:.2f} s ({len(batch) * n / dt:.1f} tok/s)", file=sys.stderr, flush=True)
 
 
 def make_handler(state):
@@ -262,6 +266,9 @@ def start_engine(model, tokenizer, args):
     """Returns (engine, note). `auto` probes continuous batching on this model first."""
     if args.engine == "generate":
         return GenerateEngine(model, tokenizer, args), "--engine generate"
+    # init_continuous_batching switches the model to a paged attention implementation;
+    # a refused model must get its own back before generate() runs.
+    attn_before = model.config._attn_implementation
     try:
         engine = ContinuousEngine(model, args)
         probe = Job("probe", list(range(1000, 1008)), 2)
@@ -286,6 +293,12 @@ def start_engine(model, tokenizer, args):
                 stop(block=False)
             except Exception:  # a manager that failed to start may not stop cleanly either
                 pass
+        if model.config._attn_implementation != attn_before:
+            if hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation(attn_before)
+            else:
+                model.config._attn_implementation = attn_before
+        torch.cuda.empty_cache()
         note = f"continuous batching unavailable for this model ({type(e).__name__}: {e}); generate() batches"
         print("transformers_server:", note, file=sys.stderr, flush=True)
         return GenerateEngine(model, tokenizer, args), note
@@ -313,6 +326,8 @@ def main():
                                                  attn_implementation=args.attn_implementation,
                                                  device_map="cuda").eval()
     engine, note = start_engine(model, tokenizer, args)
+    print(f"transformers_server: attention implementation {model.config._attn_implementation}, "
+          f"GPU memory allocated {torch.cuda.memory_allocated() / 2**30:.1f} GiB", file=sys.stderr, flush=True)
     state = {"args": args, "tokenizer": tokenizer, "engine": engine, "note": note,
              "lock": threading.Lock(), "count": 0}
     server = ThreadingHTTPServer((args.host, args.port), make_handler(state))
