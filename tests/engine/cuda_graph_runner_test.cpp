@@ -192,9 +192,9 @@ TEST_P(CudaGraphRunner, EngineTokensWithAndWithoutGraphs) {
     EngineConfig cfg;
     cfg.scheduler.max_num_batched_tokens = 256;
     cfg.scheduler.max_num_seqs = 16;
-    cfg.scheduler.max_model_len = 256;  // the fixtures' longest prompt is 130 tokens
+    cfg.scheduler.max_model_len = 512;  // the fixtures' longest prompt is 300 tokens
     cfg.kv_cache.block_size = 4;
-    cfg.kv_cache.num_blocks = 400;
+    cfg.kv_cache.num_blocks = 1200;  // every prompt and its output at once, blocks of 4
     cfg.kv_cache.num_state_slots = 16;
     GraphOptions g;
     g.enforce_eager = eager;

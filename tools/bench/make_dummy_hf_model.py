@@ -9,6 +9,14 @@ Qwen3.5 text shape has no field set), with vocab_size overridden so a Qwen3 toke
 (DIR: tokenizer.json + tokenizer_config.json) fits; weights are the class's own random
 initialisation under a fixed seed, saved with save_pretrained (safetensors, bf16).
 vtllm, llama.cpp (after its converter) and transformers all load this one directory.
+
+One edit to the random model, so that greedy decoding emits valid UTF-8: the lm_head
+rows of every id whose token is not valid UTF-8 on its own (byte-level fragments of
+multi-byte characters: 1448 of Qwen3's 151643) and of the ids past the tokenizer's
+vocabulary are zeroed. Their logits are then exactly 0 while the largest of the other
+~150k random logits is positive, so greedy never picks them. Without it llama-server
+(2026-06 builds) answers a completion whose text is broken UTF-8 with HTTP 500 at the
+end of the stream. Speed is unaffected (the same shapes and bytes for every peer).
 """
 import argparse
 import json
@@ -18,6 +26,35 @@ import time
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
+
+
+def gpt2_byte_decoder():
+    """The byte-level BPE alphabet: printable character -> byte (GPT-2's bytes_to_unicode)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def non_utf8_ids(tokenizer_json, vocab_size):
+    """Ids whose token text is not valid UTF-8 by itself, plus ids the tokenizer lacks."""
+    tok = json.loads(pathlib.Path(tokenizer_json).read_text())
+    dec = gpt2_byte_decoder()
+    known, bad = set(), []
+    for text, i in tok["model"]["vocab"].items():
+        known.add(i)
+        try:
+            bytes(dec[ch] for ch in text).decode("utf-8")
+        except (KeyError, UnicodeDecodeError):
+            bad.append(i)
+    known.update(t["id"] for t in tok.get("added_tokens", []))
+    bad += [i for i in range(vocab_size) if i not in known]
+    return sorted(i for i in bad if i < vocab_size)
 
 
 def main():
@@ -48,6 +85,10 @@ def main():
     t0 = time.time()
     with torch.device(args.device):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    bad = non_utf8_ids(pathlib.Path(args.tokenizer_dir) / "tokenizer.json", args.vocab_size)
+    with torch.no_grad():
+        model.get_output_embeddings().weight[torch.tensor(bad, device=args.device)] = 0
+    print(f"make_dummy_hf_model: zeroed {len(bad)} lm_head rows (tokens not valid UTF-8 alone)")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)

@@ -86,7 +86,12 @@ RequestTiming CompletionClient::run(const Prompt& prompt) {
       return;
     }
     if (j.contains("error")) {
-      if (t.error.empty()) t.error = "error in stream: " + j["error"].dump().substr(0, 300);
+      // replace: a server's error can quote output that is not valid UTF-8.
+      if (t.error.empty())
+        t.error = "error in stream: " +
+                  j["error"]
+                      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                      .substr(0, 300);
       return;
     }
     if (auto u = j.find("usage"); u != j.end() && u->is_object()) {

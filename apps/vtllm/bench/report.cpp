@@ -87,7 +87,8 @@ std::string serve_json(const ServeBenchConfig& config, const std::vector<RunSumm
     ls.push_back(std::move(l));
   }
   j["levels"] = std::move(ls);
-  return j.dump(2) + "\n";
+  // Error texts quote server output, which random weights can make invalid UTF-8.
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 void write_file(const std::string& path, const std::string& text) {

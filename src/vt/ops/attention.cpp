@@ -115,7 +115,7 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
   expect_shape(v_cache, op, "v_cache", k_cache.shape());
   expect_no_alias(k_cache, out, op, "k_cache");
   expect_no_alias(v_cache, out, op, "v_cache");
-  const int64_t block_size = k_cache.size(1), hkv = k_cache.size(2), d = k_cache.size(3);
+  const int64_t hkv = k_cache.size(2), d = k_cache.size(3);
   VT_CHECK(d == q.size(2), op, ": k_cache ", k_cache.str(), " has head_dim ", d, ", q ", q.str(),
            " has ", q.size(2));
   const int64_t hq = q.size(1);
@@ -141,10 +141,11 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
         device_index(block_table, op, "block_table", DType::kI32, -1));
     pb.max_blocks = block_table.size(1);
     // q rows past what B requests of max_query_len can own are nobody's: never written.
-    VT_CHECK(pb.d_batch <= bounds.batch && bounds.max_seq_len <= pb.max_blocks * block_size,
-             op, ": bounds (batch ", bounds.batch, ", max_query_len ", bounds.max_query_len,
-             ", max_seq_len ", bounds.max_seq_len, ") do not cover ", pb.d_batch,
-             " requests with ", pb.max_blocks, " blocks of ", block_size);
+    // max_seq_len only sizes the split; the kernels read keys up to each real seq_len,
+    // which the caller validated against the block table.
+    VT_CHECK(pb.d_batch <= bounds.batch, op, ": bounds (batch ", bounds.batch,
+             ", max_query_len ", bounds.max_query_len, ", max_seq_len ", bounds.max_seq_len,
+             ") do not cover ", pb.d_batch, " requests");
   } else {
     pb.query_start = read_index(query_start_loc, op, "query_start_loc", {DType::kI32});
     pb.seq_lens = read_index(seq_lens, op, "seq_lens", {DType::kI32});
