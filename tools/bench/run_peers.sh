@@ -88,7 +88,7 @@ server_command() {
       port=8000
       # bf16 on the GPU, KV cache from 90% of its memory, every client in one batch,
       # prefill chunks of up to 8192 tokens (vLLM's default for its API server on large GPUs).
-      server_cmd=("$vtllm" serve "$hf_dir" --host 127.0.0.1 --port "$port" --device cuda
+      server_cmd=("$vtllm" serve "$hf_dir" --host 127.0.0.1 --port "$port" --served-model-name vtllm --device cuda
         --gpu-memory-utilization 0.9 --max-num-seqs "$(( max_concurrency > 256 ? max_concurrency : 256 ))"
         --max-num-batched-tokens 8192 --max-model-len "$max_model_len")
       ;;
