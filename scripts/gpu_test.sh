@@ -9,7 +9,8 @@
 # into a private prefix, CMake is pointed at it, the tree is built with -j16, every
 # tests/*_tests binary runs (CUDA tests run when a GPU is visible and report
 # SKIPPED otherwise), then `vtllm selfcheck`. A summary table ends the output; logs
-# go to $OUT when it is set. Exit status: 0 only if the build and every test passed.
+# go to $OUT (gpu_test_logs.tgz and gpu_test_summary.txt) when it is set. Exit status:
+# 0 only if the build and every test passed.
 #
 # Environment: DEB_DIR (.deb), VTLLM_PREFIX (/tmp/vtllm-prefix), BUILD_DIR
 # (/tmp/vtllm-build), JOBS (16), VTLLM_CUDA (ON), GTEST_FILTER (all tests),
@@ -182,8 +183,9 @@ fi
   echo "logs: $logs"
 } | tee "$logs/summary.txt"
 if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/gpu_test_logs"
-  cp "$logs"/*.log "$logs/summary.txt" "$OUT/gpu_test_logs/"
-  echo "logs copied to $OUT/gpu_test_logs"
+  # One archive and the summary: the device tool returns at most 8 files from $OUT.
+  tar -czf "$OUT/gpu_test_logs.tgz" -C "$logs" .
+  cp "$logs/summary.txt" "$OUT/gpu_test_summary.txt"
+  echo "logs archived to $OUT/gpu_test_logs.tgz"
 fi
 [ "$all_ok" -eq 1 ] && [ "${#rows[@]}" -gt 0 ]
