@@ -40,7 +40,8 @@ const char* const kModelFlagsUsage =
     "max_position_embeddings)\n"
     "  --max-num-seqs N              requests in one batch\n"
     "  --max-num-batched-tokens N    tokens in one step (default 2048)\n"
-    "  --device cpu|cuda             where the model runs (default cpu); cuda: bf16 on cuda:0\n"
+    "  --device auto|cpu|cuda        where the model runs (default auto: cuda when a GPU is\n"
+    "                                visible, else cpu); cpu: f32; cuda: bf16 on cuda:0\n"
     "  --gpu-memory-utilization F    cuda: fraction of GPU memory for weights, activations and\n"
     "                                KV cache, (0, 1] (default 0.9)\n"
     "  --num-gpu-blocks-override N   KV-cache blocks of 16 tokens (default on CPU: enough for\n"
@@ -79,8 +80,10 @@ ModelFlags model_flags_from_args(const Args& args, const std::string& dir,
            "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
   f.enable_prefix_caching = !args.has("no-enable-prefix-caching");
   f.chat_template_file = args.get_or("chat-template", "");
-  const std::string device = args.get_or("device", "cpu");
-  VT_CHECK(device == "cpu" || device == "cuda", "--device ", device, ": expected cpu or cuda");
+  std::string device = args.get_or("device", "auto");
+  VT_CHECK(device == "auto" || device == "cpu" || device == "cuda", "--device ", device,
+           ": expected auto, cpu or cuda");
+  if (device == "auto") device = VTLLM_WITH_CUDA && vt::cuda_device_count() > 0 ? "cuda" : "cpu";
   if (device == "cuda") {
     VT_CHECK(VTLLM_WITH_CUDA, "--device cuda: this vtllm was built without CUDA");
     VT_CHECK(vt::cuda_device_count() > 0, "--device cuda: no GPU is visible");

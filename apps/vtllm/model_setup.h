@@ -36,7 +36,8 @@ struct ModelFlags {
   std::optional<int64_t> num_blocks_override;  // KV blocks (excluding the null block)
   bool enable_prefix_caching = true;
   std::string chat_template_file;  // replaces DIR's template when not empty
-  // --device: the CPU (f32), or cuda:0 (bf16, KV blocks sized from memory).
+  // --device: the CPU (f32), or cuda:0 (bf16, KV blocks sized from memory); auto (the
+  // default) picks cuda:0 when a GPU is visible.
   vt::Device device = vt::Device::cpu();
   double gpu_memory_utilization = 0.9;  // CUDA only; --num-gpu-blocks-override wins
   // --enforce-eager: no CUDA graphs (vLLM's flag); by default decode-only steps of up to

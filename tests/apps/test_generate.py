@@ -32,6 +32,9 @@ def check(cond, what):
 
 
 def generate(*args, expect_rc=0):
+    # The references are the f32 oracle's: pin the CPU (the default, auto, takes a GPU).
+    if "--device" not in args:
+        args = (*args, "--device", "cpu")
     p = subprocess.run([VTLLM, "generate", *args], capture_output=True, timeout=120)
     if p.returncode != expect_rc:
         check(False, f"generate {args}: exit {p.returncode}, expected {expect_rc}; stderr: "
@@ -162,7 +165,7 @@ def test_dummy_weights_need_only_the_config():
 
 def test_serve_with_dummy_weights():
     p = subprocess.Popen([VTLLM, "serve", TINY, "--port", "0", "--load-format", "dummy",
-                          "--served-model-name", "tiny", "--max-num-seqs", "4"],
+                          "--served-model-name", "tiny", "--max-num-seqs", "4", "--device", "cpu"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         line = p.stdout.readline().decode()
