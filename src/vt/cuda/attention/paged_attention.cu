@@ -149,6 +149,50 @@ bool decode_kernel_enabled() {
   return false;
 }
 
+// The kernel parameters every paged-attention kernel reads (the tile list, which only
+// the prefill kernels take, is the caller's), with the split-K workspace (f32 partial
+// outputs, then each row's max and sum per split) from the stream's work scratch.
+paged::Params make_params(StreamState& st, const Tensor& q, const Tensor& k_cache,
+                          const Tensor& v_cache, const Tensor& out, const PagedBatch& pb,
+                          const int32_t* d_qs, const int32_t* d_sl, const int32_t* d_bt,
+                          int heads_per_cta, int head_chunks, int splits, int split_keys,
+                          float scale) {
+  const int64_t T = q.size(0), hq = q.size(1), d = q.size(2), hkv = k_cache.size(2);
+  paged::Params p{};
+  p.q = q.data_ptr();
+  p.q_dtype = q.dtype();
+  p.q_t = q.stride(0);
+  p.q_h = q.stride(1);
+  p.k_cache = k_cache.data_ptr();
+  p.v_cache = v_cache.data_ptr();
+  p.out = out.data_ptr();
+  p.out_dtype = out.dtype();
+  p.out_t = out.stride(0);
+  p.out_h = out.stride(1);
+  p.query_start = d_qs;
+  p.seq_lens = d_sl;
+  p.block_table = d_bt;
+  p.max_blocks = int(pb.max_blocks);
+  p.block_size = int(k_cache.size(1));
+  p.tokens = int(T);
+  p.hq = int(hq);
+  p.hkv = int(hkv);
+  p.group = int(hq / hkv);
+  p.heads_per_cta = heads_per_cta;
+  p.head_chunks = head_chunks;
+  p.splits = splits;
+  p.split_keys = split_keys;
+  p.scale_log2 = scale * 1.4426950408889634f;
+  if (splits > 1) {
+    const size_t acc_floats = size_t(splits) * size_t(T * hq * d);
+    float* ws = static_cast<float*>(
+        scratch(st, kWorkScratch, (acc_floats + size_t(splits) * size_t(T * hq) * 2) * 4));
+    p.ws_acc = ws;
+    p.ws_ml = ws + acc_floats;
+  }
+  return p;
+}
+
 // The decode kernel's step (paged_decode.cuh): a CTA per (request, kv head, split) over
 // the bound batch; requests without exactly one token exit. The split count sees only
 // the bounds when given (vt/ops/attention.h): about two waves of resident CTAs, each
@@ -195,38 +239,8 @@ void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const
     d_sl = d_idx + batch + 1;
     d_bt = d_idx + 2 * batch + 1;
   }
-  paged::Params p{};
-  p.q = q.data_ptr();
-  p.q_dtype = q.dtype();
-  p.q_t = q.stride(0);
-  p.q_h = q.stride(1);
-  p.k_cache = k_cache.data_ptr();
-  p.v_cache = v_cache.data_ptr();
-  p.out = out.data_ptr();
-  p.out_dtype = out.dtype();
-  p.out_t = out.stride(0);
-  p.out_h = out.stride(1);
-  p.query_start = d_qs;
-  p.seq_lens = d_sl;
-  p.block_table = d_bt;
-  p.max_blocks = int(pb.max_blocks);
-  p.block_size = int(k_cache.size(1));
-  p.tokens = int(T);
-  p.hq = int(hq);
-  p.hkv = int(hkv);
-  p.group = int(group);
-  p.heads_per_cta = heads_per_cta;
-  p.head_chunks = head_chunks;
-  p.splits = splits;
-  p.split_keys = split_keys;
-  p.scale_log2 = scale * 1.4426950408889634f;
-  if (splits > 1) {
-    const size_t acc_floats = size_t(splits) * size_t(T * hq * d);
-    float* ws = static_cast<float*>(
-        scratch(st, kWorkScratch, (acc_floats + size_t(splits) * size_t(T * hq) * 2) * 4));
-    p.ws_acc = ws;
-    p.ws_ml = ws + acc_floats;
-  }
+  paged::Params p = make_params(st, q, k_cache, v_cache, out, pb, d_qs, d_sl, d_bt, heads_per_cta,
+                                head_chunks, splits, split_keys, scale);
   if (k_cache.dtype() == DType::kBF16)
     launch_decode_for_dim<__nv_bfloat16>(int(d), p, int(batch), st.stream);
   else
@@ -346,39 +360,9 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
     VT_CUDA_CHECK_LAUNCH("paged attention tiles_kernel");
     d_tiles = t;
   }
-  paged::Params p{};
-  p.q = q.data_ptr();
-  p.q_dtype = q.dtype();
-  p.q_t = q.stride(0);
-  p.q_h = q.stride(1);
-  p.k_cache = k_cache.data_ptr();
-  p.v_cache = v_cache.data_ptr();
-  p.out = out.data_ptr();
-  p.out_dtype = out.dtype();
-  p.out_t = out.stride(0);
-  p.out_h = out.stride(1);
-  p.query_start = d_qs;
-  p.seq_lens = d_sl;
-  p.block_table = d_bt;
+  paged::Params p = make_params(st, q, k_cache, v_cache, out, pb, d_qs, d_sl, d_bt, heads_per_cta,
+                                head_chunks, splits, split_keys, scale);
   p.tiles = d_tiles;
-  p.max_blocks = int(pb.max_blocks);
-  p.block_size = int(k_cache.size(1));
-  p.tokens = int(T);
-  p.hq = int(hq);
-  p.hkv = int(hkv);
-  p.group = int(group);
-  p.heads_per_cta = heads_per_cta;
-  p.head_chunks = head_chunks;
-  p.splits = splits;
-  p.split_keys = split_keys;
-  p.scale_log2 = scale * 1.4426950408889634f;
-  if (splits > 1) {
-    const size_t acc_floats = size_t(splits) * size_t(T * hq * d);
-    float* ws = static_cast<float*>(
-        scratch(st, kWorkScratch, (acc_floats + size_t(splits) * size_t(T * hq) * 2) * 4));
-    p.ws_acc = ws;
-    p.ws_ml = ws + acc_floats;
-  }
   if (tc && k_cache.dtype() == DType::kBF16) {
     launch_flash_for_dim<__nv_bfloat16>(int(d), p, num_tiles, st.stream);
   } else if (tc) {
