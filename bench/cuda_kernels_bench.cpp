@@ -61,8 +61,11 @@ vt::Tensor rand_gpu(const vt::Shape& shape, vt::DType dt, float scale = 1.0f, ui
   return out.view(shape);
 }
 
-// Median milliseconds of fn over 15 event-timed runs after 3 warm-ups.
-double time_ms(const std::function<void()>& fn) {
+// Median milliseconds of fn over 15 event-timed runs after 3 warm-ups. With `flush`,
+// L2 is flushed before each run (a memset of it outside the timed events): a decode step
+// streams every weight from HBM once, so warm-L2 timings would flatter the small
+// projections.
+double time_ms(const std::function<void()>& fn, const vt::Tensor* flush = nullptr) {
   cudaStream_t st = g_gpu->cuda_state().stream;
   cudaEvent_t a, b;
   cudaEventCreate(&a);
@@ -71,6 +74,7 @@ double time_ms(const std::function<void()>& fn) {
   g_gpu->synchronize();
   std::vector<double> ms;
   for (int i = 0; i < 15; ++i) {
+    if (flush) cudaMemsetAsync(flush->data_ptr(), i, flush->nbytes(), st);
     cudaEventRecord(a, st);
     fn();
     cudaEventRecord(b, st);
@@ -131,32 +135,6 @@ void bench_gemm() {
   }
 }
 
-// Median milliseconds of fn with L2 flushed before each run (a 256 MiB memset outside
-// the timed events): a decode step streams every weight from HBM once, so warm-L2
-// timings would flatter the small projections.
-double time_cold_ms(const std::function<void()>& fn, const vt::Tensor& flush) {
-  cudaStream_t st = g_gpu->cuda_state().stream;
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<double> ms;
-  for (int i = 0; i < 15; ++i) {
-    cudaMemsetAsync(flush.data_ptr(), i, flush.nbytes(), st);
-    cudaEventRecord(a, st);
-    fn();
-    cudaEventRecord(b, st);
-    cudaEventSynchronize(b);
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 // Decode projections (bf16, L2 cold) at M = 1..64 through both CUDA paths, skinny
 // (M <= 32 only) and cuBLASLt: the data for the rule in vt/cuda/gemm.h (skinny up to
 // kSkinnyMaxM). Default Qwen3.5 text (hidden 4096, 16 q / 4 kv heads of 256, GDN 16 k /
@@ -188,10 +166,11 @@ void bench_gemm_decode() {
       const std::string name = std::string("decode ") + p.name + " M=" + std::to_string(m) +
                                " K=" + std::to_string(p.k) + " N=" + std::to_string(p.n);
       if (vt::cuda::skinny_supports(x, w, out))
-        row(name + " skinny", time_cold_ms([&] { vt::cuda::linear_skinny(*g_gpu, x, w, {}, out); }, flush),
-            bytes, 2.0 * double(m * p.n * p.k));
+        row(name + " skinny",
+            time_ms([&] { vt::cuda::linear_skinny(*g_gpu, x, w, {}, out); }, &flush), bytes,
+            2.0 * double(m * p.n * p.k));
       row(name + " cublaslt",
-          time_cold_ms([&] { vt::cuda::linear_cublaslt(*g_gpu, x, w, {}, out); }, flush), bytes,
+          time_ms([&] { vt::cuda::linear_cublaslt(*g_gpu, x, w, {}, out); }, &flush), bytes,
           2.0 * double(m * p.n * p.k));
     }
   }
@@ -203,7 +182,7 @@ void bench_gemm_decode() {
     vt::Tensor out = rand_gpu({1, p.n}, vt::DType::kBF16, 1.0f, 5);
     for (int split : {1, 2, 4, 8})
       row(std::string("decode ") + p.name + " M=1 skinny split=" + std::to_string(split),
-          time_cold_ms([&] { vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, split); }, flush),
+          time_ms([&] { vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, split); }, &flush),
           2.0 * double(p.k + p.n * p.k + p.n), 2.0 * double(p.n * p.k));
   }
 }
@@ -211,9 +190,7 @@ void bench_gemm_decode() {
 // The decode rows run with L2 flushed before each run (a decode step's KV cache and GDN
 // state of one layer come from HBM: the previous layer's evicted them); the others warm.
 const vt::Tensor* g_flush = nullptr;  // set while the decode rows run
-double timed(const std::function<void()>& fn) {
-  return g_flush ? time_cold_ms(fn, *g_flush) : time_ms(fn);
-}
+double timed(const std::function<void()>& fn) { return time_ms(fn, g_flush); }
 
 // Paged attention over B requests of ctx cached keys and q_len new tokens each. With
 // bf16 out and q_len > 1 the step takes the tensor-core kernel (vt/cuda/attention.h);
