@@ -1,6 +1,7 @@
 // CUDA chunked gated delta rule (vt/cuda/gdn.h): chunk_table numbers the chunks on
-// the device, then chunk_wy and chunk_scan run per pass (the kernels and the pass
-// layout: delta_rule_chunked.cuh).
+// the device, then chunk_wy and chunk_scan (or their tensor-core forms, the default:
+// VTLLM_GDN_PREFILL) run per pass (the kernels and the pass layout:
+// delta_rule_chunked.cuh).
 //
 // Launch shapes come from a bound on the chunk count, never from index values read
 // back: with host indices the exact count (summed here), with device indices
@@ -9,6 +10,8 @@
 // Passes are ordered on the stream; a request cut by a pass continues from the state
 // the previous pass wrote to its slot.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "vt/cuda/check.h"
@@ -78,17 +81,29 @@ void run(StreamState& st, Params p, const int32_t* start, const int32_t* slot, i
   p.work = reinterpret_cast<float*>(base + table_ints * 4);
   chunk_table_kernel<<<1, kTableThreads, 0, st.stream>>>(p);
   VT_CUDA_CHECK_LAUNCH("chunk_table_kernel");
+  const bool tc = prefill_selected() == Prefill::kTensorCores;
   int64_t begin = 0;
   do {  // at least one pass: it runs the short requests
     p.pass_begin = int(begin);
     p.pass_chunks = int(std::min(pass_chunks, max_chunks - begin));
-    if (p.pass_chunks > 0) launch_chunk_wy(p, st.stream);
-    launch_chunk_scan(p, st.stream);
+    if (p.pass_chunks > 0) (tc ? launch_chunk_wy_tc : launch_chunk_wy)(p, st.stream);
+    (tc ? launch_chunk_scan_tc : launch_chunk_scan)(p, st.stream);
     begin += pass_chunks;
   } while (begin < max_chunks);
 }
 
 }  // namespace
+
+// VTLLM_GDN_PREFILL: unset or "tc" the tensor-core kernels, "f32" the CUDA-core ones (the
+// comparison in cuda_gdn_bench and cuda_gdn_test). Read here only, per call, so a test
+// or bench can switch between calls.
+Prefill prefill_selected() {
+  const char* v = std::getenv("VTLLM_GDN_PREFILL");
+  if (!v || std::string(v) == "tc") return Prefill::kTensorCores;
+  VT_CHECK(std::string(v) == "f32", "VTLLM_GDN_PREFILL=", v, ": expected tc or f32");
+  return Prefill::kF32;
+}
+
 }  // namespace gdn_chunk
 
 void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,

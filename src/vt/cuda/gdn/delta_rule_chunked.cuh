@@ -80,7 +80,18 @@ __host__ __device__ inline float* chunk_scratch(const Params& p, int64_t chunk, 
   return p.work + ((chunk - p.pass_begin) * p.hv + h) * kScratchFloats;
 }
 
+// The two implementations of the pair (VTLLM_GDN_PREFILL, read in delta_rule_chunked.cu
+// only, per call): tc (the default) chunk_wy_tc.cu + chunk_scan_tc.cu, the products on
+// tensor cores as 3xTF32 (chunk_mma.cuh: f32-level, not tf32-level, accuracy); f32
+// chunk_wy.cu + chunk_scan.cu, the first version, on f32 CUDA cores. Both write and
+// read the same scratch layout and run the short requests' token recurrence
+// (chunk_recurrence.cuh) in the scan.
+enum class Prefill { kTensorCores, kF32 };
+Prefill prefill_selected();
+
 void launch_chunk_wy(const Params& p, cudaStream_t stream);
 void launch_chunk_scan(const Params& p, cudaStream_t stream);
+void launch_chunk_wy_tc(const Params& p, cudaStream_t stream);
+void launch_chunk_scan_tc(const Params& p, cudaStream_t stream);
 
 }  // namespace vt::cuda::gdn_chunk

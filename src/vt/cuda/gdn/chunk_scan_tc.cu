@@ -1,0 +1,217 @@
+// chunk_scan_tc (delta_rule_chunked.cuh): chunk_scan's job on tensor cores with 3xTF32
+// products (chunk_mma.cuh), one CTA of 8 warps per (32-column slice, value head,
+// request), the grid and the short-request recurrence of chunk_scan. The [Dk, 32] f32
+// state slice lives in shared memory over the request's chunks of the pass; per chunk:
+//   stage  W rows and q rows into wq_s (W, P and the U slice by cp.async from the
+//          scratch), k rows into k_s, gam;
+//   R      = [W; q] S, 128 x 32 x 128: warp w the 16 rows 16w.. (warps 0-3 W, 4-7 q);
+//   U'     = U - R_W in place; scale e^gam R_q into o_s (over wq_s, free by then);
+//   out    = o_s + P U', 64 x 32 x (to the diagonal): warp w the 8 columns 8 (w % 4)..
+//          of row blocks w / 4 and 3 - w / 4 (equal work: P is zero above the diagonal);
+//   S      <- e^{gam_last} S + (diag(e^{gam_last - gam}) K)^T U', 128 x 32 x 64: warp w
+//          state rows 16w.., the decay applied as the k fragments load.
+// The out and state steps read only U', P, o_s and k_s, and write disjoint places, so
+// one barrier ends the chunk. Shared memory 148 KB (one CTA per SM).
+// FLOPs per (chunk, head, slice), Dk = Dv = 128, as run (each mma three times):
+// 128 x 32 x 128 x 2 (R) + 16 x 32 x (16 + 32 + 48 + 64) x 2 (out) + 128 x 32 x 64 x 2
+// (state) ~ 1.9 M.
+#include "vt/cuda/attention/flash_prefill_ptx.cuh"
+#include "vt/cuda/check.h"
+#include "vt/cuda/common.cuh"
+#include "vt/cuda/gdn/chunk_mma.cuh"
+#include "vt/cuda/gdn/chunk_recurrence.cuh"
+#include "vt/cuda/gdn/delta_rule_chunked.cuh"
+
+namespace vt::cuda::gdn_chunk {
+
+namespace {
+
+using flash::detail::cp_async16;
+using flash::detail::cp_async_commit;
+using flash::detail::cp_async_wait;
+using flash::detail::smem_addr;
+
+constexpr int kWQStride = kDK + 4;   // wq_s rows (A loads)
+constexpr int kKStride = kDK + 8;    // k_s rows (transposed A loads)
+constexpr int kSStride = kCols + 8;  // s_s, u_s, o_s rows (B loads, C stores)
+constexpr int kPStride = kChunk + 4; // p_s rows (A loads)
+constexpr int kSmemFloats = kDK * kSStride + 2 * kChunk * kWQStride + kChunk * kKStride +
+                            kChunk * kPStride + kChunk * kSStride + kChunk;
+static_assert(kCols == 32 && kWarps == 8 && kChunk == 64 && kDK == 128,
+              "chunk_scan_tc: the warp tiling assumes 8 warps, 32 columns, 64 x 128");
+static_assert(kWQStride % 32 == 4 && kKStride % 32 == 8 && kSStride % 32 == 8 &&
+                  kPStride % 32 == 4,
+              "chunk_scan_tc: conflict-free fragment strides");
+static_assert(kChunk * kSStride <= 2 * kChunk * kWQStride, "chunk_scan_tc: o_s fits over wq_s");
+
+__global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
+  extern __shared__ float4 smem4[];
+  float* s_s = reinterpret_cast<float*>(smem4);  // [kDK][kSStride] state slice
+  float* wq_s = s_s + kDK * kSStride;            // [2 kChunk][kWQStride] W rows, q rows
+  float* o_s = wq_s;                             // [kChunk][kSStride] scale e^gam q S, after R
+  float* k_s = wq_s + 2 * kChunk * kWQStride;    // [kChunk][kKStride] k rows
+  float* p_s = k_s + kChunk * kKStride;          // [kChunk][kPStride] P
+  float* u_s = p_s + kChunk * kPStride;          // [kChunk][kSStride] U, then U'
+  float* gam_s = u_s + kChunk * kSStride;        // [kChunk]
+  const int tid = threadIdx.x, warp = tid / kWarp;
+  const int h = blockIdx.y, b = blockIdx.z, hk = h / p.ratio;
+  const int col0 = blockIdx.x * kCols;  // the slice's first value column
+  float* state_g = p.state + (int64_t(p.slot[b]) * p.hv + h) * p.dk * p.dv;
+  const int owned_begin = p.first_chunk[b], owned_end = p.first_chunk[b + 1];
+  const int c_begin = max(owned_begin, p.pass_begin);
+  const int c_end = min(owned_end, p.pass_begin + p.pass_chunks);
+  if (c_begin >= c_end) {
+    const int t0 = p.start[b], len = p.start[b + 1] - t0;
+    if (owned_begin == owned_end && p.pass_begin == 0 && len > 0)  // short: first pass
+      token_recurrence(p, t0, len, state_g, wq_s, k_s);
+    return;
+  }
+  for (int idx = tid; idx < kDK * kCols; idx += kThreads) {
+    const int d = idx / kCols, c = idx % kCols;
+    s_s[d * kSStride + c] =
+        d < p.dk && col0 + c < p.dv ? state_g[int64_t(d) * p.dv + col0 + c] : 0.0f;
+  }
+  const int g = mma3::lane_g(), t = mma3::lane_t();
+
+  for (int ch = c_begin; ch < c_end; ++ch) {
+    const int t0 = p.chunk_t0[ch], n = p.chunk_len[ch];
+    const float* scr = chunk_scratch(p, ch, h);
+    // W [64][128], P [64][64] and the U slice [64][32] by 16-byte copies.
+    for (int idx = tid; idx < kChunk * kDK / 4; idx += kThreads) {
+      const int i = idx / (kDK / 4), c4 = idx % (kDK / 4);
+      cp_async16(smem_addr(wq_s + i * kWQStride + 4 * c4), scr + i * kDK + 4 * c4, true);
+    }
+    for (int idx = tid; idx < kChunk * kChunk / 4; idx += kThreads) {
+      const int i = idx / (kChunk / 4), c4 = idx % (kChunk / 4);
+      cp_async16(smem_addr(p_s + i * kPStride + 4 * c4),
+                 scr + kWFloats + kUFloats + i * kChunk + 4 * c4, true);
+    }
+    for (int idx = tid; idx < kChunk * kCols / 4; idx += kThreads) {
+      const int i = idx / (kCols / 4), c4 = idx % (kCols / 4);
+      cp_async16(smem_addr(u_s + i * kSStride + 4 * c4),
+                 scr + kWFloats + int64_t(i) * kDV + col0 + 4 * c4, true);
+    }
+    cp_async_commit();
+    for (int idx = tid; idx < kChunk * kDK; idx += kThreads) {
+      const int i = idx / kDK, d = idx % kDK;
+      const bool live = i < n && d < p.dk;
+      const int64_t tok = int64_t(t0) + i;
+      wq_s[(kChunk + i) * kWQStride + d] =
+          live ? load_f32(p.q, p.q_dtype, tok * p.q_t + hk * p.q_h + d) : 0.0f;
+      k_s[i * kKStride + d] = live ? load_f32(p.k, p.k_dtype, tok * p.k_t + hk * p.k_h + d) : 0.0f;
+    }
+    if (tid < kChunk) gam_s[tid] = scr[kWFloats + kUFloats + kPFloats + tid];
+    cp_async_wait<0>();
+    __syncthreads();
+
+    // R = [W; q] S: this warp's 16 rows x 32 columns.
+    float acc[4][4] = {};
+    {
+      const float* a_rows = wq_s + warp * 16 * kWQStride;
+#pragma unroll 2
+      for (int k0 = 0; k0 < kDK; k0 += 8) {
+        mma3::FragA a;
+        mma3::load_a(a, a_rows + k0, kWQStride);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          mma3::FragB bf;
+          mma3::load_b(bf, s_s + k0 * kSStride + nt * 8, kSStride);
+          mma3::mma(acc[nt], a, bf);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done reading wq_s (o_s goes over it)
+    if (warp < 4) {   // U' = U - W S
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int i = warp * 16 + g + (r / 2) * 8, c = nt * 8 + 2 * t + r % 2;
+          u_s[i * kSStride + c] -= acc[nt][r];
+        }
+    } else {  // scale e^gam q S
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int i = (warp - 4) * 16 + g + (r / 2) * 8;
+        const float f = p.scale * expf(gam_s[i]);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) o_s[i * kSStride + nt * 8 + 2 * t + r % 2] = acc[nt][r] * f;
+      }
+    }
+    __syncthreads();  // U' and o_s complete
+
+    // out = o_s + P U' for n-tile w % 4 of row blocks w / 4 and 3 - w / 4.
+    {
+      const int nt = warp % 4;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int mt = half == 0 ? warp / 4 : 3 - warp / 4;
+        float o[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          o[r] = o_s[(mt * 16 + g + (r / 2) * 8) * kSStride + nt * 8 + 2 * t + r % 2];
+        for (int k0 = 0; k0 < (mt + 1) * 16; k0 += 8) {  // P is zero past the diagonal block
+          mma3::FragA a;
+          mma3::FragB bf;
+          mma3::load_a(a, p_s + mt * 16 * kPStride + k0, kPStride);
+          mma3::load_b(bf, u_s + k0 * kSStride + nt * 8, kSStride);
+          mma3::mma(o, a, bf);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int i = mt * 16 + g + (r / 2) * 8, col = col0 + nt * 8 + 2 * t + r % 2;
+          if (i < n && col < p.dv)
+            store_f32(p.out, p.out_dtype, ((int64_t(t0) + i) * p.hv + h) * p.dv + col, o[r]);
+        }
+      }
+    }
+
+    // S <- e^{gam_last} S + K_d^T U' for state rows 16w..16w+15.
+    {
+      const float last = gam_s[kChunk - 1];  // gam is flat past the chunk's end
+      const float decay = expf(last);
+      const int d0 = warp * 16;
+      float s_acc[4][4];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          s_acc[nt][r] = decay * s_s[(d0 + g + (r / 2) * 8) * kSStride + nt * 8 + 2 * t + r % 2];
+#pragma unroll 2
+      for (int k0 = 0; k0 < kChunk; k0 += 8) {
+        mma3::FragA a;
+        mma3::load_a_trans(a, k_s + k0 * kKStride + d0, kKStride, expf(last - gam_s[k0 + t]),
+                           expf(last - gam_s[k0 + t + 4]));
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          mma3::FragB bf;
+          mma3::load_b(bf, u_s + k0 * kSStride + nt * 8, kSStride);
+          mma3::mma(s_acc[nt], a, bf);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          s_s[(d0 + g + (r / 2) * 8) * kSStride + nt * 8 + 2 * t + r % 2] = s_acc[nt][r];
+    }
+    __syncthreads();  // the next chunk restages everything and reads all of s_s
+  }
+  for (int idx = tid; idx < kDK * kCols; idx += kThreads) {
+    const int d = idx / kCols, c = idx % kCols;
+    if (d < p.dk && col0 + c < p.dv) state_g[int64_t(d) * p.dv + col0 + c] = s_s[d * kSStride + c];
+  }
+}
+
+}  // namespace
+
+void launch_chunk_scan_tc(const Params& p, cudaStream_t stream) {
+  constexpr int smem = kSmemFloats * int(sizeof(float));
+  VT_CUDA_CHECK(cudaFuncSetAttribute(chunk_scan_tc_kernel,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const dim3 grid(unsigned((p.dv + kCols - 1) / kCols), unsigned(p.hv), unsigned(p.batch));
+  chunk_scan_tc_kernel<<<grid, kThreads, smem, stream>>>(p);
+  VT_CUDA_CHECK_LAUNCH("chunk_scan_tc_kernel");
+}
+
+}  // namespace vt::cuda::gdn_chunk
