@@ -12,7 +12,9 @@ Engines (--engine):
   generate    model.generate() over static batches: requests that arrive while a batch
               runs wait for the next one (up to --max-batch-size per batch).
   auto        continuous when the manager starts and answers a probe request on this
-              model, else generate; the reason is printed and reported by /health.
+              model, else generate; the probe runs in a child process with its own model
+              load (a refused manager can leave a process unfit for generate(), see
+              probe_in_child); the reason is printed and reported by /health.
 The engine that ran is reported by GET /health and GET /v1/models, and run_peers.sh
 records it next to the figures. Weights in --dtype (bfloat16), attention through
 --attn-implementation (sdpa: flash-attn is not installed on the benchmark image). The
@@ -22,8 +24,10 @@ transformers runs its torch fallback for them: the peer's own limitation on that
 import argparse
 import inspect
 import json
+import os
 import queue
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -262,46 +266,55 @@ def make_handler(state):
     return Handler
 
 
-def start_engine(model, tokenizer, args):
-    """Returns (engine, note). `auto` probes continuous batching on this model first."""
+def probe_continuous(model, args):
+    """Starts transformers' continuous-batching manager and runs one 2-token request.
+    Returns the engine, or raises what the manager raised (or a timeout)."""
+    engine = ContinuousEngine(model, args)
+    probe = Job("probe", list(range(1000, 1008)), 2)
+    engine.submit(probe)
+    got = []
+    while True:
+        item = probe.out.get(timeout=args.probe_timeout)
+        if item is DONE:
+            break
+        if isinstance(item, Exception):
+            raise item
+        got += item
+    if len(got) != 2:
+        raise RuntimeError(f"probe request produced {len(got)} tokens, expected 2")
+    return engine
+
+
+def probe_in_child(args):
+    """auto: probes continuous batching in a child process (its own model load) and returns
+    None when the manager served the probe, else the reason. A manager that refuses a model
+    can leave the process unusable for generate(): seen with transformers 5.17 on Qwen3.5,
+    where the refused manager kept 67 GiB allocated and the next generate() ran the GDN
+    layers' token-by-token recurrent path even for prompts (no 16-token request finished
+    in 90 s, against 4 s in a clean process). A child keeps this process clean."""
+    cmd = [sys.executable, __file__, "--probe-only", "--model", args.model, "--dtype", args.dtype,
+           "--attn-implementation", args.attn_implementation, "--max-batch-size", str(args.max_batch_size),
+           "--max-model-len", str(args.max_model_len), "--probe-timeout", str(args.probe_timeout)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.probe_timeout + 300)
+    except subprocess.TimeoutExpired:
+        return f"the probe process did not finish within {args.probe_timeout + 300:.0f} s"
+    sys.stderr.write(r.stderr[-4000:])
+    if r.returncode == 0:
+        return None
+    lines = [l for l in r.stdout.splitlines() if l.startswith("probe failed:")]
+    return lines[-1][len("probe failed: "):] if lines else f"the probe process exited with {r.returncode}"
+
+
+def start_engine(model, tokenizer, args, refused):
+    """Returns (engine, note). `refused` is the child probe's reason (auto) or None."""
     if args.engine == "generate":
         return GenerateEngine(model, tokenizer, args), "--engine generate"
-    # init_continuous_batching switches the model to a paged attention implementation;
-    # a refused model must get its own back before generate() runs.
-    attn_before = model.config._attn_implementation
-    try:
-        engine = ContinuousEngine(model, args)
-        probe = Job("probe", list(range(1000, 1008)), 2)
-        engine.submit(probe)
-        got = []
-        while True:
-            item = probe.out.get(timeout=args.probe_timeout)
-            if item is DONE:
-                break
-            if isinstance(item, Exception):
-                raise item
-            got += item
-        if len(got) != 2:
-            raise RuntimeError(f"probe request produced {len(got)} tokens, expected 2")
-        return engine, "continuous batching"
-    except Exception as e:  # the manager refused this model (or its cache kinds), or hung
-        if args.engine == "continuous":
-            raise
-        stop = getattr(getattr(locals().get("engine"), "manager", None), "stop", None)
-        if stop is not None:
-            try:
-                stop(block=False)
-            except Exception:  # a manager that failed to start may not stop cleanly either
-                pass
-        if model.config._attn_implementation != attn_before:
-            if hasattr(model, "set_attn_implementation"):
-                model.set_attn_implementation(attn_before)
-            else:
-                model.config._attn_implementation = attn_before
-        torch.cuda.empty_cache()
-        note = f"continuous batching unavailable for this model ({type(e).__name__}: {e}); generate() batches"
-        print("transformers_server:", note, file=sys.stderr, flush=True)
-        return GenerateEngine(model, tokenizer, args), note
+    if refused is None:
+        return probe_continuous(model, args), "continuous batching"
+    note = f"continuous batching unavailable for this model ({refused}); generate() batches"
+    print("transformers_server:", note, file=sys.stderr, flush=True)
+    return GenerateEngine(model, tokenizer, args), note
 
 
 def main():
@@ -315,17 +328,29 @@ def main():
     p.add_argument("--max-model-len", type=int, default=8192)
     p.add_argument("--probe-timeout", type=float, default=180.0,
                    help="auto: seconds the continuous-batching probe request may take")
+    p.add_argument("--probe-only", action="store_true",
+                   help="internal (auto): load, probe continuous batching, exit 0 if it served")
     p.add_argument("--served-model-name", default="transformers")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8001)
     args = p.parse_args()
 
     torch.manual_seed(0)
+    # auto probes in a child first (probe_in_child says why), before this process loads.
+    refused = probe_in_child(args) if args.engine == "auto" and not args.probe_only else None
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, args.dtype),
                                                  attn_implementation=args.attn_implementation,
                                                  device_map="cuda").eval()
-    engine, note = start_engine(model, tokenizer, args)
+    if args.probe_only:
+        try:
+            probe_continuous(model, args)
+        except Exception as e:  # the manager refused this model (or its cache kinds), or hung
+            print(f"probe failed: {type(e).__name__}: {e}", flush=True)
+            os._exit(1)  # the refused manager's threads must not keep the child alive
+        print("probe served", flush=True)
+        os._exit(0)
+    engine, note = start_engine(model, tokenizer, args, refused)
     print(f"transformers_server: attention implementation {model.config._attn_implementation}, "
           f"GPU memory allocated {torch.cuda.memory_allocated() / 2**30:.1f} GiB", file=sys.stderr, flush=True)
     state = {"args": args, "tokenizer": tokenizer, "engine": engine, "note": note,
