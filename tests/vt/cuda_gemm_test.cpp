@@ -185,7 +185,7 @@ void run_cases(const std::vector<Case>& cases, uint64_t seed) {
     Tensor skinny = run_linear(s, p, true);
     p.check(s, skinny, what + " skinny");
     EXPECT_TRUE(bytes_equal(s, skinny, run_linear(s, p, true))) << what << ": not reproducible";
-    if (c.m <= cuda::kSkinnyMaxM && cuda::skinny_dispatch_enabled()) {
+    if (cuda::use_skinny(p.xg, p.wg, via_op)) {
       EXPECT_TRUE(bytes_equal(s, skinny, via_op))
           << what << ": linear did not take the skinny path";
     }

@@ -10,20 +10,35 @@
 
 namespace vt::cuda {
 
-// out = x . w^T (+ bias): the skinny kernel when M <= kSkinnyMaxM and skinny_supports()
-// holds, cuBLASLt otherwise. VTLLM_GEMM_SKINNY=0 in the environment (read once, by
-// skinny_dispatch_enabled) forces cuBLASLt for A/B comparisons; unset or 1 keeps the rule.
-//
-// Why 16: decode is weight streaming. At M <= 16 one m16n8k16 mma pair per 16 weight
-// rows covers every activation row, the [M, K] activations cost at most half the
-// weight bytes in L2 reads, and cuBLASLt reaches only ~70% of the copy rate (0.043 ms
-// at M=1 K=5120 N=12288 on the H200). Above 16 the activation traffic grows with M and
-// cuBLASLt's tiled kernels catch up; `cuda_kernels_bench` prints both paths at
-// M = 1..64 on the decode shapes to move the rule.
-inline constexpr int64_t kSkinnyMaxM = 16;
+// out = x . w^T (+ bias): the skinny kernel when use_skinny() says so, cuBLASLt
+// otherwise.
 void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
-// False when VTLLM_GEMM_SKINNY=0 (throws on a value other than 0 or 1).
-bool skinny_dispatch_enabled();
+
+// The dispatch, selectable for measurement by VTLLM_GEMM_SKINNY (read once, in
+// gemm/linear.cu; any other value throws):
+//   0     cuBLASLt for every shape;
+//   1     the skinny kernel for every shape it supports (skinny_supports: M <= 32);
+//   auto  (unset) the shipped rule, skinny_rule(M, N, K).
+enum class SkinnyMode { kOff, kOn, kAuto };
+SkinnyMode skinny_mode();
+
+// The shipped rule: skinny for M <= kSkinnyMaxM, any N and K, launched with PDL
+// (skinny_pdl_enabled). Why 16: decode is weight streaming. At M <= 16 one m16n8k16
+// mma pair per 16 weight rows covers every activation row and the [M, K] activations
+// cost at most half the weight bytes in L2 reads; above 16 cuBLASLt's tiled kernels
+// catch up. Measured alone (L2 cold, no neighbours) the skinny kernel wins only on
+// lm_head and is 5-30% slower than cuBLASLt on the 4096-row matrices: each GEMM pays
+// ~8-12 us of ramp and tail, which PDL is meant to hide. To be decided on the H200 by
+// `cuda_kernels_bench decode-gemm`: its "decode chain" rows replay one GDN layer and
+// one attention layer of the 9B shape as a CUDA graph at M = 1, 8, 32, 64 through
+// cuBLASLt, skinny and skinny + PDL, and end each M with a verdict line; the rule
+// becomes the fastest variant per M (and per shape where the per-shape chains
+// disagree).
+inline constexpr int64_t kSkinnyMaxM = 16;
+bool skinny_rule(int64_t m, int64_t n, int64_t k);
+
+// What linear() runs for these operands: skinny_supports() and the mode's choice.
+bool use_skinny(const Tensor& x, const Tensor& w, const Tensor& out);
 
 // The skinny kernel applies: x and w both bf16 or both f16 (any out / bias dtype),
 // 1 <= M <= kSkinnyLimitM, K a positive multiple of 8, x and w 16-byte aligned with row
@@ -31,17 +46,37 @@ bool skinny_dispatch_enabled();
 inline constexpr int64_t kSkinnyLimitM = 32;
 bool skinny_supports(const Tensor& x, const Tensor& w, const Tensor& out);
 
+// Programmatic dependent launch (PDL) of the skinny kernel. With it the kernel is
+// launched with cudaLaunchAttributeProgrammaticStreamSerialization, so it may start
+// while the previous kernel on the stream is still running (once every block of that
+// kernel has called griddepcontrol.launch_dependents or exited): it first fills its
+// shared-memory ring with weights (and, kRingL2, prefetches the next ring depth of
+// its weights into L2), then waits (griddepcontrol.wait: the previous grid complete
+// and its writes visible) before it reads x, and writes out only after that wait. It
+// then triggers its own dependents. Without a PDL-aware predecessor (or in a stream
+// whose previous operation is not a kernel) the wait is an ordinary stream dependency.
+// Captured into CUDA graphs as a programmatic edge. The contract this adds: w must not
+// be written by the kernel launched immediately before on the stream (weights are
+// read before the wait); x, bias and out follow the usual stream order.
+//   kDefault  VTLLM_GEMM_PDL (read once in gemm/linear.cu): 1 (unset) = kRingL2, 0 = kOff
+//   kOff      a plain launch (the kernel before this option existed)
+//   kRing     PDL, the ring's weights issued before the wait
+//   kRingL2   PDL, the ring plus an L2 prefetch of one more ring depth of weights
+enum class SkinnyPdl { kDefault, kOff, kRing, kRingL2 };
+bool skinny_pdl_enabled();  // VTLLM_GEMM_PDL=0|1, read once; unset = 1
+
 // The skinny kernel itself (gemm/skinny.cu; throws unless skinny_supports): each weight
 // row streamed once from HBM with 16-byte cp.async copies, products on mma.sync
 // (bf16/f16 in, f32 accumulate), K split across the warps of a CTA and, when the row
 // tiles alone fill the GPU's waves poorly, across the CTAs of a cluster; sums reduced in a
 // fixed order (shared memory, then distributed shared memory), bias added in f32, one
 // rounding to out's dtype. Deterministic: the launch and the summation order are a
-// pure function of (M, N, K) and the SM count. No allocation, no host synchronisation:
-// CUDA-graph capturable. `split` (benchmarks only: 1, 2, 4 or 8) overrides the cluster
-// size the rule picks; 0 keeps the rule.
+// pure function of (M, N, K) and the SM count; PDL changes when data arrives, never
+// the result (bit-identical with and without). No allocation, no host
+// synchronisation: CUDA-graph capturable. `split` (benchmarks only: 1, 2, 4 or 8)
+// overrides the cluster size the rule picks; 0 keeps the rule. `pdl` as above.
 void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias,
-                   const Tensor& out, int split = 0);
+                   const Tensor& out, int split = 0, SkinnyPdl pdl = SkinnyPdl::kDefault);
 
 // out = x . w^T (+ bias) through cuBLASLt, f32 accumulation (CUBLAS_COMPUTE_32F: f32
 // inputs get true f32 products, not TF32). Direct paths: bf16 x bf16 -> bf16 or f32,

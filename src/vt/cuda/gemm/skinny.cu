@@ -25,6 +25,18 @@
 // read of one vector is 512 contiguous bytes, conflict-free. In flight per warp: the
 // ring's depth, kStages x 2 KB of weights; two CTAs per SM.
 //
+// Programmatic dependent launch (vt/cuda/gemm.h, SkinnyPdl). Weights never depend on
+// the previous kernel, x does. With PDL the prologue issues the ring's weight copies
+// (one cp.async group per stage, as without PDL), optionally prefetches the next ring
+// depth of weights into L2, then waits at griddepcontrol.wait; only then does each lane
+// load its x vectors for the prologue stages (plain 16-byte L2 loads stored to its own
+// ring slots: no cp.async group, so the group count and wait_group depth of the main
+// loop are unchanged) and trigger launch_dependents (the CTA holds every resource it
+// will hold). A dependent grid launches only once every CTA of this grid has triggered
+// or exited, so CTAs of the next kernel parked at their own wait can only take slots of
+// CTAs that already exited: no CTA of this grid is left waiting for a slot (no
+// deadlock), and out, written at the very end, is after the wait.
+//
 // Reduction, fixed order: the warps' accumulators go to shared memory, each output is
 // summed over warps 0..7; with split > 1 the CTA's partial stays in its shared memory
 // and cluster rank 0 sums ranks 0..split-1 through distributed shared memory, adds the
@@ -75,6 +87,7 @@ struct Params {
   int64_t m, n, k, ldx, ldw, ldo;
   DType bias_dtype, out_dtype;
   int split;  // CTAs per row tile (the cluster size)
+  int pdl;    // 0: plain launch; 1: PDL, ring issued before the wait; 2: also L2 prefetch
 };
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -89,6 +102,17 @@ __device__ __forceinline__ void copy16(uint32_t dst, const void* src, bool valid
 }
 __device__ __forceinline__ void copy_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// griddepcontrol (sm_90): no-ops when the grid was not launched with a programmatic
+// dependency. wait: every prerequisite grid complete and its memory visible.
+__device__ __forceinline__ void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+__device__ __forceinline__ void grid_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
 }
 template <int N>
 __device__ __forceinline__ void copy_wait() {
@@ -156,7 +180,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
   }
 
   uint4* ring = reinterpret_cast<uint4*>(smem) + warp * (S::kStages * S::kVecs * kWarp) + lane;
-  auto issue = [&](int64_t step, int stage) {
+  auto issue_w = [&](int64_t step, int stage) {
     const int64_t k = step * kStepK;
     const bool k_ok = k + t * 8 < p.k;  // K % 8 == 0: a vector is all in or all out
     uint4* slot = ring + stage * (S::kVecs * kWarp);
@@ -165,17 +189,58 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
       const bool ok = k_ok && w_ok[r];
       copy16(smem_addr(slot + r * kWarp), ok ? w + w_off[r] + k : w, ok);
     }
+  };
+  auto issue_x = [&](int64_t step, int stage) {
+    const int64_t k = step * kStepK;
+    const bool k_ok = k + t * 8 < p.k;
+    uint4* slot = ring + stage * (S::kVecs * kWarp);
 #pragma unroll
     for (int i = 0; i < kMTiles; ++i)  // rows past M are never read back: no copy
       if (x_ok[i])
         copy16(smem_addr(slot + (2 * kRowTiles + i) * kWarp), k_ok ? x + x_off[i] + k : x, k_ok);
   };
+  auto issue = [&](int64_t step, int stage) {
+    issue_w(step, stage);
+    issue_x(step, stage);
+  };
 
   float acc[kRowTiles][kMTiles][4] = {};
+  if (p.pdl == 0) {
 #pragma unroll
-  for (int s = 0; s < S::kStages; ++s) {
-    if (s < n_steps) issue(step0 + s, s);
-    copy_commit();
+    for (int s = 0; s < S::kStages; ++s) {
+      if (s < n_steps) issue(step0 + s, s);
+      copy_commit();
+    }
+  } else {
+    // Before the wait: weights only (module comment, "Programmatic dependent launch").
+#pragma unroll
+    for (int s = 0; s < S::kStages; ++s) {
+      if (s < n_steps) issue_w(step0 + s, s);
+      copy_commit();
+    }
+    if (p.pdl == 2 && t == 0) {  // one lane per row: a step's 64 bytes of the row
+      for (int s = S::kStages; s < 2 * S::kStages && s < n_steps; ++s) {
+        const int64_t k = (step0 + s) * kStepK;
+#pragma unroll
+        for (int r = 0; r < 2 * kRowTiles; ++r)
+          if (w_ok[r]) prefetch_l2(w + w_off[r] + k);
+      }
+    }
+    grid_dependency_wait();
+    // The prologue's x, straight to the lane's own slots (read back by this lane only,
+    // in program order: no barrier, no cp.async group).
+#pragma unroll
+    for (int s = 0; s < S::kStages; ++s) {
+      const int64_t k = (step0 + s) * kStepK;
+      const bool k_ok = k + t * 8 < p.k;
+      uint4* slot = ring + s * (S::kVecs * kWarp);
+#pragma unroll
+      for (int i = 0; i < kMTiles; ++i)
+        if (s < n_steps && x_ok[i])
+          slot[(2 * kRowTiles + i) * kWarp] =
+              k_ok ? __ldcg(reinterpret_cast<const uint4*>(x + x_off[i] + k)) : uint4{};
+    }
+    grid_launch_dependents();
   }
   int stage = 0;
   for (int i = 0; i < n_steps; ++i) {
@@ -283,13 +348,22 @@ void launch(StreamState& st, const Params& p, int64_t tiles) {
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = S::kSmemBytes;
   cfg.stream = st.stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(p.split);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n_attr = 0;
+  if (p.split > 1) {  // no cluster: the kernel skips the cluster steps
+    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+    attr[n_attr].val.clusterDim.x = unsigned(p.split);
+    attr[n_attr].val.clusterDim.y = 1;
+    attr[n_attr].val.clusterDim.z = 1;
+    ++n_attr;
+  }
+  if (p.pdl != 0) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = p.split > 1 ? 1 : 0;  // no cluster: the kernel skips the cluster steps
+  cfg.numAttrs = n_attr;
   VT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, skinny_gemm_kernel<T, kMTiles>, p));
   VT_CUDA_CHECK_LAUNCH("skinny_gemm_kernel");
 }
@@ -313,7 +387,7 @@ bool skinny_supports(const Tensor& x, const Tensor& w, const Tensor& out) {
 }
 
 void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias,
-                   const Tensor& out, int split) {
+                   const Tensor& out, int split, SkinnyPdl pdl) {
   VT_CHECK(skinny_supports(x, w, out), "linear (CUDA skinny): x ", x.str(), " w ", w.str(),
            " is not a bf16/f16 pair with M <= ", kSkinnyLimitM,
            ", K a multiple of 8 and 16-byte aligned rows");
@@ -338,6 +412,9 @@ void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bi
   VT_CHECK(split == 0 || split == 1 || split == 2 || split == 4 || split == kMaxSplit,
            "linear (CUDA skinny): split ", split, " is not 0, 1, 2, 4 or 8");
   p.split = split ? split : cluster_split(tiles, steps, st.num_sms);
+  if (pdl == SkinnyPdl::kDefault)
+    pdl = skinny_pdl_enabled() ? SkinnyPdl::kRingL2 : SkinnyPdl::kOff;
+  p.pdl = pdl == SkinnyPdl::kOff ? 0 : pdl == SkinnyPdl::kRing ? 1 : 2;
   if (x.dtype() == DType::kBF16) {
     launch_for_m<__nv_bfloat16>(st, p, tiles);
   } else {
