@@ -1,0 +1,145 @@
+// The chunked gated delta rule (vt::gated_delta_rule_chunked on CUDA) at the Qwen3.5-9B
+// GDN shape (Hk 16, Hv 32, Dk = Dv = 128; one layer), the tensor-core kernels
+// (VTLLM_GDN_PREFILL=tc, the default: cuda/gdn/chunk_wy_tc.cu + chunk_scan_tc.cu) next
+// to the f32 CUDA-core ones (f32): batch 1 at 512 and 4096 tokens, 8 x 512, and the 27B
+// shape (Hv 48) at 4096. CUDA events around the op as the engine calls it (index upload
+// included), median of 15 runs after 3 warm-ups, L2 warm, bf16 q, k, v and out, f32
+// gates and state, q and k l2-normalised, g in (-0.7, -0.01).
+//
+// FLOPs: the same count for both rows, so their rates compare as their times do; per
+// (chunk of C = 64, value head), Dk = Dv = 128, the products as the tc kernels run them:
+//   chunk_wy   20 x 2 x 16 x 8 x Dk x 2  (K K^T and Q K^T on and below the diagonal, 16x8 tiles)
+//            + 16 x (Dk + Dv) x (16 + 32 + 48) x 2  (the solve's off-diagonal blocks)
+//            + 4 x 120 x (Dk + Dv) x 2  (its 16 x 16 diagonal blocks, CUDA cores)
+//   chunk_scan Dv / 32 slices x [128 x 32 x Dk x 2  ([W; q] S)
+//                              + 16 x 32 x (16 + 32 + 48 + 64) x 2  (P U' to the diagonal)
+//                              + Dk x 32 x 64 x 2]  (the state update)
+// ~9.3 MFLOP per (chunk, head) (the f32 kernels do ~10.3 M by their own tiling). The
+// fractions are of the H200's ~67 TFLOP/s f32 CUDA-core peak and ~395 TFLOP/s dense
+// tf32 tensor-core peak; a 3xTF32 product issues three tf32 mma, so the tensor pipe's
+// own load is three times the tf32 fraction printed.
+//
+//   cuda_gdn_bench            (needs a GPU; exits 0 with a note without one)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "vt/cuda/stream_state.h"
+#include "vt/ops/copy.h"
+#include "vt/ops/gdn.h"
+#include "vt/stream.h"
+
+namespace {
+
+constexpr double kF32TFlops = 67.0, kTf32TFlops = 395.0;
+
+vt::Stream g_cpu(vt::Device::cpu());
+
+vt::Tensor up(vt::Stream& gpu, const vt::Tensor& t) { return vt::to_device(gpu, t, gpu.device()); }
+
+vt::Tensor host_normal(const vt::Shape& shape, vt::DType dt, float scale, uint64_t seed) {
+  vt::Tensor f = vt::Tensor::empty(shape, vt::DType::kF32);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = d(rng);
+  return vt::to_dtype(g_cpu, f, dt);
+}
+
+vt::Tensor host_uniform(const vt::Shape& shape, float lo, float hi, uint64_t seed) {
+  vt::Tensor f = vt::Tensor::empty(shape, vt::DType::kF32);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = d(rng);
+  return f;
+}
+
+vt::Tensor i32(const std::vector<int32_t>& v) {
+  vt::Tensor t = vt::Tensor::empty({int64_t(v.size())}, vt::DType::kI32);
+  std::copy(v.begin(), v.end(), t.data<int32_t>());
+  return t;
+}
+
+double median_ms(vt::Stream& gpu, const std::function<void()>& fn) {
+  cudaStream_t st = gpu.cuda_state().stream;
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 3; ++i) fn();
+  gpu.synchronize();
+  std::vector<double> ms;
+  for (int i = 0; i < 15; ++i) {
+    cudaEventRecord(a, st);
+    fn();
+    cudaEventRecord(b, st);
+    cudaEventSynchronize(b);
+    float m = 0;
+    cudaEventElapsedTime(&m, a, b);
+    ms.push_back(m);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// FLOPs per (chunk, value head), the header's formula.
+double flops_per_chunk_head(double dk, double dv) {
+  const double wy = 20 * 2 * 16 * 8 * dk * 2 + 16 * (dk + dv) * (16 + 32 + 48) * 2 +
+                    4 * 120 * (dk + dv) * 2;
+  const double scan = dv / 32 * (128 * 32 * dk * 2 + 16 * 32 * (16 + 32 + 48 + 64) * 2 +
+                                 dk * 32 * 64 * 2);
+  return wy + scan;
+}
+
+void bench(vt::Stream& gpu, int64_t B, int64_t tokens_each, int64_t hv, const char* path) {
+  const int64_t hk = 16, d = 128, T = B * tokens_each;
+  // q and k rows of norm ~1 (N(0, 1/128) per element), as the l2 norm leaves them.
+  const vt::Tensor q = up(gpu, host_normal({T, hk, d}, vt::DType::kBF16, 0.088f, 1));
+  const vt::Tensor k = up(gpu, host_normal({T, hk, d}, vt::DType::kBF16, 0.088f, 2));
+  const vt::Tensor v = up(gpu, host_normal({T, hv, d}, vt::DType::kBF16, 1.0f, 3));
+  const vt::Tensor g = up(gpu, host_uniform({T, hv}, -0.7f, -0.01f, 4));
+  const vt::Tensor beta = up(gpu, host_uniform({T, hv}, 0.05f, 0.95f, 5));
+  vt::Tensor state = up(gpu, host_normal({B, hv, d, d}, vt::DType::kF32, 0.1f, 6));
+  vt::Tensor out = vt::Tensor::empty({T, hv, d}, vt::DType::kBF16, gpu.device());
+  std::vector<int32_t> qsl{0}, slots;
+  for (int64_t b = 0; b < B; ++b) {
+    qsl.push_back(int32_t(qsl.back() + tokens_each));
+    slots.push_back(int32_t(b));
+  }
+  const vt::Tensor qt = i32(qsl), st = i32(slots);
+  setenv("VTLLM_GDN_PREFILL", path, 1);
+  const double ms = median_ms(gpu, [&] {
+    vt::gated_delta_rule_chunked(gpu, q, k, v, g, beta, 0.088f, qt, state, st, out);
+  });
+  unsetenv("VTLLM_GDN_PREFILL");
+  const double chunks = double(B * ((tokens_each + 63) / 64));
+  const double tfs = chunks * double(hv) * flops_per_chunk_head(double(d), double(d)) / ms / 1e9;
+  const std::string name = "gdn chunked B=" + std::to_string(B) + " T=" +
+                           std::to_string(tokens_each) + " Hv=" + std::to_string(hv) + " [" +
+                           path + "]";
+  std::printf("%-40s %9.3f ms/layer %8.1f TFLOP/s %6.1f%% of f32 67 %6.1f%% of tf32 395\n",
+              name.c_str(), ms, tfs, 100.0 * tfs / kF32TFlops, 100.0 * tfs / kTf32TFlops);
+}
+
+}  // namespace
+
+int main() {
+  if (vt::cuda_device_count() == 0) {
+    std::printf("cuda_gdn_bench: no CUDA device, nothing measured\n");
+    return 0;
+  }
+  vt::Stream gpu(vt::Device::cuda(0));
+  struct Case {
+    int64_t B, tokens, hv;
+  };
+  for (const Case& s : {Case{1, 512, 32}, Case{1, 4096, 32}, Case{8, 512, 32}, Case{1, 4096, 48}})
+    for (const char* path : {"tc", "f32"}) bench(gpu, s.B, s.tokens, s.hv, path);
+  return 0;
+}
