@@ -154,10 +154,11 @@ struct Problem {
   }
 };
 
-Tensor run_linear(Streams& s, const Problem& p, bool skinny) {
+Tensor run_linear(Streams& s, const Problem& p, bool skinny,
+                  cuda::SkinnyPdl pdl = cuda::SkinnyPdl::kDefault) {
   Tensor out = poisoned_gpu(s, {p.c.m, p.c.n}, p.c.out);
   if (skinny) {
-    cuda::linear_skinny(s.gpu, p.xg, p.wg, p.biasg, out);
+    cuda::linear_skinny(s.gpu, p.xg, p.wg, p.biasg, out, 0, pdl);
   } else {
     linear(s.gpu, p.xg, p.wg, out, p.biasg);
   }
@@ -171,7 +172,8 @@ bool bytes_equal(Streams& s, const Tensor& a, const Tensor& b) {
 
 // Every case through linear() (the dispatch) and, where it applies, linear_skinny();
 // both must pass the reference, repeat bit for bit, and agree bit for bit when the
-// dispatch picks the skinny kernel.
+// dispatch picks the skinny kernel. The skinny kernel's launches with and without PDL
+// (SkinnyPdl) give the same bytes.
 void run_cases(const std::vector<Case>& cases, uint64_t seed) {
   Streams s;
   for (const Case& c : cases) {
@@ -185,6 +187,11 @@ void run_cases(const std::vector<Case>& cases, uint64_t seed) {
     Tensor skinny = run_linear(s, p, true);
     p.check(s, skinny, what + " skinny");
     EXPECT_TRUE(bytes_equal(s, skinny, run_linear(s, p, true))) << what << ": not reproducible";
+    for (cuda::SkinnyPdl pdl :
+         {cuda::SkinnyPdl::kOff, cuda::SkinnyPdl::kRing, cuda::SkinnyPdl::kRingL2}) {
+      EXPECT_TRUE(bytes_equal(s, skinny, run_linear(s, p, true, pdl)))
+          << what << ": SkinnyPdl " << int(pdl) << " changed the result";
+    }
     if (cuda::use_skinny(p.xg, p.wg, via_op)) {
       EXPECT_TRUE(bytes_equal(s, skinny, via_op))
           << what << ": linear did not take the skinny path";
@@ -327,6 +334,128 @@ TEST(CudaGemmSkinny, GraphReplayEqualsEager) {
     s.gpu.replay(*g);
     EXPECT_TRUE(bytes_equal(s, ea, ga)) << seed;
     EXPECT_TRUE(bytes_equal(s, eb, gb)) << seed;
+  }
+  g.reset();
+  s.gpu.synchronize();
+  cuda::release_graph_pool(0);
+}
+
+// The dispatch rule of vt/cuda/gemm.h: auto (the default) = skinny for supported
+// shapes with M <= kSkinnyMaxM; VTLLM_GEMM_SKINNY=0 / 1 = never / wherever supported.
+TEST(CudaGemmSkinny, DispatchFollowsTheRule) {
+  VT_REQUIRE_GPU();
+  EXPECT_TRUE(cuda::skinny_rule(1, 4096, 4096));
+  EXPECT_TRUE(cuda::skinny_rule(cuda::kSkinnyMaxM, 151936, 4096));
+  EXPECT_FALSE(cuda::skinny_rule(cuda::kSkinnyMaxM + 1, 4096, 4096));
+  Streams s;
+  Tensor w = s.up(host_rand({1024, 4096}, DType::kBF16, 1.0 / 64, 1));
+  for (int64_t m : {int64_t(1), cuda::kSkinnyMaxM, cuda::kSkinnyMaxM + 1, cuda::kSkinnyLimitM,
+                    int64_t(64)}) {
+    Tensor x = s.up(host_rand({m, 4096}, DType::kBF16, 1.0, 2));
+    Tensor out = Tensor::empty({m, 1024}, DType::kBF16, s.gpu.device());
+    const bool supports = cuda::skinny_supports(x, w, out);
+    EXPECT_EQ(supports, m <= cuda::kSkinnyLimitM) << m;
+    bool want = false;
+    switch (cuda::skinny_mode()) {
+      case cuda::SkinnyMode::kOff: want = false; break;
+      case cuda::SkinnyMode::kOn: want = supports; break;
+      case cuda::SkinnyMode::kAuto: want = supports && m <= cuda::kSkinnyMaxM; break;
+    }
+    EXPECT_EQ(cuda::use_skinny(x, w, out), want) << "M=" << m;
+  }
+}
+
+// PDL: the skinny kernel starts streaming its weights before the previous kernel on the
+// stream has finished, and must read x only after griddepcontrol.wait. Each case runs
+// a slow kernel that writes x (old contents: different random values), then the skinny
+// kernel with PDL, with no synchronisation between; the result must equal the CPU
+// linear of x's final contents. The producers: the skinny kernel itself with PDL (it
+// triggers its dependents early, so the consumer really is launched while x is being
+// computed), cuBLASLt, and a dtype-converting copy kernel whose last rows are x.
+TEST(CudaGemmSkinny, PdlReadsTheActivationsThePreviousKernelWrote) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  struct Shape {
+    int64_t m, k, n;
+  };
+  const int64_t kp = 8192;  // the producer's K: its weights take tens of microseconds
+  uint64_t seed = 700;
+  for (const Shape sh : {Shape{1, 4096, 12352}, Shape{8, 4096, 4096}, Shape{16, 12288, 4096},
+                         Shape{4, 4096, 10240}, Shape{1, 4096, 151936}}) {
+    const Tensor w_host = host_rand({sh.n, sh.k}, DType::kBF16, 1.0 / std::sqrt(double(sh.k)), seed);
+    const Tensor w = s.up(w_host);
+    const Tensor a = s.up(host_rand({sh.m, kp}, DType::kBF16, 1.0, seed + 1));
+    const Tensor b = s.up(host_rand({sh.k, kp}, DType::kBF16, 1.0 / std::sqrt(double(kp)), seed + 2));
+    const Tensor old_x = s.up(host_rand({sh.m, sh.k}, DType::kBF16, 1.0, seed + 3));
+    // The copy producer: 32M f32 values converted to bf16, x its last M rows.
+    const int64_t rows = (int64_t(1) << 25) / sh.k;
+    const Tensor big_src = s.up(host_rand({rows, sh.k}, DType::kF32, 1.0, seed + 4));
+    Tensor big = Tensor::empty({rows, sh.k}, DType::kBF16, s.gpu.device());
+    seed += 10;
+    for (int producer = 0; producer < 3; ++producer) {
+      for (cuda::SkinnyPdl pdl : {cuda::SkinnyPdl::kRing, cuda::SkinnyPdl::kRingL2}) {
+        Tensor x = producer == 2 ? big.slice(0, rows - sh.m, rows)
+                                 : Tensor::empty({sh.m, sh.k}, DType::kBF16, s.gpu.device());
+        copy(s.gpu, old_x, x);
+        Tensor out = poisoned_gpu(s, {sh.m, sh.n}, DType::kBF16);
+        s.gpu.synchronize();
+        if (producer == 0) cuda::linear_skinny(s.gpu, a, b, Tensor(), x, 0, cuda::SkinnyPdl::kRingL2);
+        if (producer == 1) cuda::linear_cublaslt(s.gpu, a, b, Tensor(), x);
+        if (producer == 2) copy(s.gpu, big_src, big);
+        cuda::linear_skinny(s.gpu, x, w, Tensor(), out, 0, pdl);
+        const Tensor x_final = s.down(x);
+        Tensor want = Tensor::empty({sh.m, sh.n}, DType::kBF16);
+        linear(s.cpu, x_final, w_host, want);
+        const std::string what = "M=" + std::to_string(sh.m) + " K=" + std::to_string(sh.k) +
+                                 " N=" + std::to_string(sh.n) + " producer " +
+                                 (producer == 0 ? "skinny+PDL" : producer == 1 ? "cuBLASLt" : "copy") +
+                                 " SkinnyPdl " + std::to_string(int(pdl));
+        cudatest::expect_close(s, want, out, cudatest::kBf16Rel, 2e-5, what);
+      }
+    }
+  }
+}
+
+// The same inside a CUDA graph: producer (skinny with PDL, from new inputs at every
+// replay) and consumer captured together, the programmatic edge in the graph; each
+// replay's result must be the CPU linear of that replay's x, not the previous one's.
+TEST(CudaGemmSkinny, PdlGraphReplayReadsThisReplaysActivations) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t m = 4, k = 4096, n = 12352, kp = 8192;
+  const Tensor w = s.up(host_rand({n, k}, DType::kBF16, 1.0 / 64, 800));
+  const Tensor b = s.up(host_rand({k, kp}, DType::kBF16, 1.0 / std::sqrt(double(kp)), 801));
+  Tensor a = s.up(host_rand({m, kp}, DType::kBF16, 1.0, 802));
+  Tensor x = s.up(host_rand({m, k}, DType::kBF16, 1.0, 803));
+  Tensor out = Tensor::empty({m, n}, DType::kBF16, s.gpu.device());
+  Tensor out2 = Tensor::empty({m, k}, DType::kBF16, s.gpu.device());
+  // producer -> consumer -> a second PDL consumer of the first one's output slice.
+  auto step = [&] {
+    cuda::linear_skinny(s.gpu, a, b, Tensor(), x, 0, cuda::SkinnyPdl::kRingL2);
+    cuda::linear_skinny(s.gpu, x, w, Tensor(), out, 0, cuda::SkinnyPdl::kRingL2);
+    cuda::linear_skinny(s.gpu, out.slice(1, 0, k), b.slice(1, 0, k), Tensor(), out2, 0,
+                        cuda::SkinnyPdl::kRing);
+  };
+  step();  // warm-up outside the capture
+  s.gpu.synchronize();
+  s.gpu.begin_capture();
+  step();
+  cuda::GraphExecPtr g = s.gpu.end_capture();
+  for (uint64_t seed : {810u, 820u, 830u}) {
+    copy(s.gpu, s.up(host_rand({m, kp}, DType::kBF16, 1.0, seed)), a);
+    copy(s.gpu, s.up(host_rand({m, k}, DType::kBF16, 1.0, seed + 1)), x);  // stale x
+    s.gpu.synchronize();
+    s.gpu.replay(*g);
+    const Tensor x_final = s.down(x), out_final = s.down(out);
+    Tensor want = Tensor::empty({m, n}, DType::kBF16);
+    linear(s.cpu, x_final, s.down(w), want);
+    cudatest::expect_close(s, want, out_final, cudatest::kBf16Rel, 2e-5,
+                           "replay " + std::to_string(seed) + " consumer");
+    Tensor want2 = Tensor::empty({m, k}, DType::kBF16);
+    linear(s.cpu, contiguous(s.cpu, out_final.slice(1, 0, k)),
+           contiguous(s.cpu, s.down(b).slice(1, 0, k)), want2);
+    cudatest::expect_close(s, want2, out2, cudatest::kBf16Rel, 2e-5,
+                           "replay " + std::to_string(seed) + " second consumer");
   }
   g.reset();
   s.gpu.synchronize();
