@@ -37,6 +37,10 @@ void Stream::abort_capture() noexcept {
   if (cuda_) cuda::abort_capture(*cuda_);
 }
 void Stream::replay(cuda::GraphExec& graph) { cuda::replay(cuda_state(), graph); }
+#if !VTLLM_WITH_CUDA
+// Without CUDA no graph is ever captured (end_capture throws); with it, graph.cu defines this.
+int64_t Stream::graph_kernel_nodes(const cuda::GraphExec&) { return 0; }
+#endif
 
 cuda::StreamState& Stream::cuda_state() {
   VT_CHECK(cuda_, "Stream::cuda_state on a ", device_.str(), " stream");

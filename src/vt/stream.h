@@ -52,6 +52,9 @@ class Stream {
   cuda::GraphExecPtr end_capture();
   void abort_capture() noexcept;
   void replay(cuda::GraphExec& graph);
+  // The kernel launches one replay of `graph` makes: its kernel nodes, counted at
+  // end_capture before instantiation (the benchmark's kernels per decode step).
+  static int64_t graph_kernel_nodes(const cuda::GraphExec& graph);
 
   // The CUDA state; throws on a CPU stream. For CUDA op arms.
   cuda::StreamState& cuda_state();

@@ -6,6 +6,7 @@
 #include "vt/ops/activation.h"
 #include "vt/ops/attention.h"
 #include "vt/ops/attn_preamble.h"
+#include "vt/ops/copy.h"
 #include "vt/ops/gemm.h"
 #include "vt/ops/rope.h"
 
@@ -14,23 +15,43 @@ namespace vtllm::models {
 FullAttention::FullAttention(const AttentionDims& d, WeightStore& w, const std::string& prefix,
                              bool fused_preamble)
     : d_(d), fused_(fused_preamble) {
-  const int64_t qrows = d.heads * d.head_dim * (d.output_gate ? 2 : 1);
-  q_proj_ = w.take(prefix + "q_proj.weight", {qrows, d.hidden});
-  k_proj_ = w.take(prefix + "k_proj.weight", {d.kv_heads * d.head_dim, d.hidden});
-  v_proj_ = w.take(prefix + "v_proj.weight", {d.kv_heads * d.head_dim, d.hidden});
+  vt::Stream& s = w.stream();
+  q_rows_ = d.heads * d.head_dim * (d.output_gate ? 2 : 1);
+  kv_rows_ = d.kv_heads * d.head_dim;
+  const vt::Tensor q = w.take(prefix + "q_proj.weight", {q_rows_, d.hidden});
+  const vt::Tensor k = w.take(prefix + "k_proj.weight", {kv_rows_, d.hidden});
+  const vt::Tensor v = w.take(prefix + "v_proj.weight", {kv_rows_, d.hidden});
+  VT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), prefix, "q_proj is ", q.str(),
+           ", k_proj ", k.str(), ", v_proj ", v.str(), ": one dtype expected");
+  // q, k and v stacked on the weights' device in their dtype (one linear per step); the
+  // originals are freed on return.
+  qkv_proj_ = vt::Tensor::empty({q_rows_ + 2 * kv_rows_, d.hidden}, q.dtype(), w.device());
+  vt::Tensor q_rows = qkv_proj_.slice(0, 0, q_rows_);
+  vt::Tensor k_rows = qkv_proj_.slice(0, q_rows_, q_rows_ + kv_rows_);
+  vt::Tensor v_rows = qkv_proj_.slice(0, q_rows_ + kv_rows_, q_rows_ + 2 * kv_rows_);
+  vt::copy(s, q, q_rows);
+  vt::copy(s, k, k_rows);
+  vt::copy(s, v, v_rows);
+  s.synchronize();  // the copies read q, k and v, which die next
   o_proj_ = w.take(prefix + "o_proj.weight", {d.hidden, d.heads * d.head_dim});
   q_norm_ = w.take(prefix + "q_norm.weight", {d.head_dim});
   k_norm_ = w.take(prefix + "k_norm.weight", {d.head_dim});
 }
 
-void FullAttention::unfused_preamble(vt::Stream& s, const vt::Tensor& qg, const vt::Tensor& k,
+void FullAttention::unfused_preamble(vt::Stream& s, const vt::Tensor& qg_slice,
+                                     const vt::Tensor& k_slice,
                                      const BatchInputs& in, vt::Tensor& q_out, vt::Tensor& k_out,
                                      vt::Tensor& gate) const {
   VT_CHECK(in.positions.dim() == 1,
            "attention: the unfused preamble (VT_FUSE_ATTN_PREAMBLE=0) applies 1-D rotary only, "
            "and this batch has MRoPE positions ",
            in.positions.str(), "; run with the fused preamble");
-  const int64_t T = qg.size(0), per_head = d_.head_dim * (d_.output_gate ? 2 : 1);
+  const int64_t T = qg_slice.size(0), per_head = d_.head_dim * (d_.output_gate ? 2 : 1);
+  // qg and k arrive as column slices of the fused qkv output (row stride q+2kv columns):
+  // their per-head views would not collapse to one row stride (vt::Rows), so this
+  // debugging path copies them out first; the fused preamble reads the slices directly.
+  const vt::Tensor qg = vt::contiguous(s, qg_slice);
+  const vt::Tensor k = vt::contiguous(s, k_slice);
   const vt::Tensor heads = qg.view({T, d_.heads, per_head});
   vt::rms_norm(s, heads.slice(2, 0, d_.head_dim), q_norm_, d_.eps, d_.norm_kind, q_out);
   vt::rms_norm(s, k.view({T, d_.kv_heads, d_.head_dim}), k_norm_, d_.eps, d_.norm_kind, k_out);
@@ -47,12 +68,13 @@ void FullAttention::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
   // the sigmoid gate and the gated output round to bf16, as the oracle (qwen3_5.md §6).
   const vt::DType dt = x.dtype();
   const vt::Device dev = x.device();
-  vt::Tensor qg = vt::Tensor::empty({T, q_proj_.size(0)}, dt, dev);
-  vt::Tensor k_raw = vt::Tensor::empty({T, d_.kv_heads * D}, dt, dev);
-  vt::Tensor v = vt::Tensor::empty({T, d_.kv_heads * D}, dt, dev);
-  vt::linear(s, x, q_proj_, qg);
-  vt::linear(s, x, k_proj_, k_raw);
-  vt::linear(s, x, v_proj_, v);
+  // One projection for q (with its gate), k and v; the ops below read column slices of
+  // its output (features contiguous, row stride q + 2 kv columns).
+  vt::Tensor qkv = vt::Tensor::empty({T, q_rows_ + 2 * kv_rows_}, dt, dev);
+  vt::linear(s, x, qkv_proj_, qkv);
+  const vt::Tensor qg = qkv.slice(1, 0, q_rows_);
+  const vt::Tensor k_raw = qkv.slice(1, q_rows_, q_rows_ + kv_rows_);
+  const vt::Tensor v = qkv.slice(1, q_rows_ + kv_rows_, q_rows_ + 2 * kv_rows_);
 
   vt::Tensor q = vt::Tensor::empty({T, d_.heads, D}, dt, dev);
   vt::Tensor k = vt::Tensor::empty({T, d_.kv_heads, D}, dt, dev);
@@ -63,7 +85,7 @@ void FullAttention::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
   else
     unfused_preamble(s, qg, k_raw, in, q, k, gate);
 
-  vt::kv_cache_write(s, k, v.view({T, d_.kv_heads, D}), in.slot_mapping, cache.k, cache.v);
+  vt::kv_cache_write(s, k, v.reshape({T, d_.kv_heads, D}), in.slot_mapping, cache.k, cache.v);
   vt::Tensor o = vt::Tensor::empty({T, d_.heads, D}, dt, dev);
   vt::paged_attention(s, q, cache.k, cache.v, in.query_start_loc, in.seq_lens, in.block_table,
                       1.0f / std::sqrt(float(D)), o, in.bounds);

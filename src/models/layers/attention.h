@@ -1,6 +1,7 @@
 // FullAttention: a full (softmax) attention layer over the paged KV cache.
 //
-// x [T, hidden] -> q_proj, k_proj, v_proj; the preamble (per-head q-norm and k-norm,
+// x [T, hidden] -> q_proj, k_proj, v_proj (stacked into one weight at load time, one
+// linear per step); the preamble (per-head q-norm and k-norm,
 // rotary on the first rotary_dim dims, and with an output gate the sigmoid of the gate
 // half of q_proj, qwen3_5.md §6) through the fused AttnQkNormRopeGate op or, when
 // ModelOptions::fuse_attn_preamble is off, separate ops from 1-D positions (MRoPE
@@ -38,13 +39,15 @@ class FullAttention {
                vt::Tensor& out) const;
 
  private:
-  void unfused_preamble(vt::Stream& s, const vt::Tensor& qg, const vt::Tensor& k,
+  void unfused_preamble(vt::Stream& s, const vt::Tensor& qg_slice, const vt::Tensor& k_slice,
                         const BatchInputs& in, vt::Tensor& q_out, vt::Tensor& k_out,
                         vt::Tensor& gate) const;
 
   AttentionDims d_;
   bool fused_;
-  vt::Tensor q_proj_, k_proj_, v_proj_, o_proj_, q_norm_, k_norm_;
+  int64_t q_rows_ = 0, kv_rows_ = 0;  // q_proj's rows (with the gate), k_proj's = v_proj's
+  // q_proj, k_proj, v_proj stacked at load time: [q_rows + 2 kv_rows, hidden].
+  vt::Tensor qkv_proj_, o_proj_, q_norm_, k_norm_;
 };
 
 }  // namespace vtllm::models

@@ -6,9 +6,9 @@
 #include "base/error.h"
 #include "models/layers/gdn.h"
 #include "models/layers/mlp.h"
-#include "vt/ops/activation.h"
 #include "vt/ops/embedding.h"
 #include "vt/ops/gemm.h"
+#include "vt/ops/norm.h"
 
 namespace vtllm::models {
 
@@ -110,9 +110,13 @@ class DecoderModel final : public Model {
     vt::Tensor a = vt::Tensor::empty({T, H}, dtype_, device_);
     vt::Tensor m = vt::Tensor::empty({T, H}, dtype_, device_);
     vt::embedding(s, embed_, in.token_ids, x);
+    vt::rms_norm(s, x, layers_.empty() ? norm_ : layers_[0].input_norm, eps, spec_.norm_kind, a);
+    // Each residual add is fused with the norm that reads its result (add_rms_norm: the
+    // add rounds, then the norm, as add then rms_norm): the mixer's with
+    // post_attention_layernorm, the MLP's with the next layer's input_layernorm, the last
+    // one's with the final norm.
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Layer& l = layers_[i];
-      vt::rms_norm(s, x, l.input_norm, eps, spec_.norm_kind, a);
       if (l.attn) {
         AttentionCache c = cache.attention(int64_t(i));
         l.attn->forward(s, a, in, c, m);
@@ -120,12 +124,11 @@ class DecoderModel final : public Model {
         GdnState st = cache.gdn(int64_t(i));
         l.gdn->forward(s, a, in, st, m);
       }
-      vt::add(s, x, m, x);
-      vt::rms_norm(s, x, l.post_norm, eps, spec_.norm_kind, a);
+      vt::add_rms_norm(s, x, m, l.post_norm, eps, spec_.norm_kind, a);
       l.mlp->forward(s, a, m);
-      vt::add(s, x, m, x);
+      const vt::Tensor& next_norm = i + 1 < layers_.size() ? layers_[i + 1].input_norm : norm_;
+      vt::add_rms_norm(s, x, m, next_norm, eps, spec_.norm_kind, a);
     }
-    vt::rms_norm(s, x, norm_, eps, spec_.norm_kind, a);
     return a;
   }
 

@@ -2,9 +2,12 @@
 // Capture is relaxed (cudaStreamCaptureModeRelaxed) so that the caching allocator may
 // cudaMalloc new graph-pool blocks while a capture is open; everything that would
 // read host memory at replay is refused by upload_indices / memcpy_async instead.
+#include <vector>
+
 #include "vt/cuda/allocator.h"
 #include "vt/cuda/check.h"
 #include "vt/cuda/stream_state.h"
+#include "vt/stream.h"
 
 namespace vt::cuda {
 
@@ -12,6 +15,7 @@ struct GraphExec {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   int device = 0;
+  int64_t kernel_nodes = 0;  // counted before instantiation (Stream::graph_kernel_nodes)
 };
 
 void GraphExecDeleter::operator()(GraphExec* g) const noexcept {
@@ -23,6 +27,24 @@ void GraphExecDeleter::operator()(GraphExec* g) const noexcept {
 }
 
 bool capturing(const StreamState& s) { return s.capturing; }
+
+namespace {
+// Kernel nodes of a captured graph; the capture records no child graphs, so a flat count
+// is every launch of a replay.
+int64_t count_kernel_nodes(cudaGraph_t graph) {
+  size_t n = 0;
+  VT_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0) VT_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
+  int64_t kernels = 0;
+  for (size_t i = 0; i < n; ++i) {
+    cudaGraphNodeType type;
+    VT_CUDA_CHECK(cudaGraphNodeGetType(nodes[i], &type));
+    if (type == cudaGraphNodeTypeKernel) ++kernels;
+  }
+  return kernels;
+}
+}  // namespace
 
 void begin_capture(StreamState& s) {
   VT_CHECK(!s.capturing, "CUDA graph capture: a capture is already open on cuda:", s.device);
@@ -52,6 +74,7 @@ GraphExecPtr end_capture(StreamState& s) {
     VT_THROW("CUDA graph capture on cuda:", s.device, " failed: ", cudaGetErrorName(e), " (",
              cudaGetErrorString(e), ")");
   }
+  g->kernel_nodes = count_kernel_nodes(graph);
   VT_CUDA_CHECK(cudaGraphInstantiateWithFlags(&g->exec, graph, 0));
   return g;
 }
@@ -75,3 +98,7 @@ void replay(StreamState& s, GraphExec& g) {
 }
 
 }  // namespace vt::cuda
+
+namespace vt {
+int64_t Stream::graph_kernel_nodes(const cuda::GraphExec& graph) { return graph.kernel_nodes; }
+}  // namespace vt

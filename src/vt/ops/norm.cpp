@@ -1,9 +1,11 @@
 #include "vt/ops/norm.h"
 
+#include "vt/cpu/add_rms_norm.h"
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/norm.h"
+#include "vt/cuda/norm/add_rms_norm.h"
 #endif
 
 namespace vt {
@@ -43,6 +45,37 @@ void l2_normalize(Stream& s, const Tensor& x, float eps, Tensor& out) {
   if (s.device().is_cpu()) return cpu::l2_normalize(s, xr, eps, outr);
 #if VTLLM_WITH_CUDA
   cuda::l2_normalize(s, xr, eps, outr);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void add_rms_norm(Stream& s, Tensor& residual, const Tensor& delta, const Tensor& w, float eps,
+                  RmsNormKind kind, Tensor& out) {
+  const char* op = "add_rms_norm";
+  expect_dtype(residual, op, "residual", kActDTypes);
+  expect_dtype(delta, op, "delta", kActDTypes);
+  expect_dtype(w, op, "w", kActDTypes);
+  expect_dtype(out, op, "out", kActDTypes);
+  VT_CHECK(residual.dim() == 2, op, ": residual ", residual.str(), " must be [tokens, hidden]");
+  expect_shape(delta, op, "delta", residual.shape());
+  expect_shape(out, op, "out", residual.shape());
+  expect_shape(w, op, "w", {residual.size(1)});
+  for (const Tensor* t : {static_cast<const Tensor*>(&residual), &delta,
+                          static_cast<const Tensor*>(&out), &w})
+    VT_CHECK(t->is_contiguous(), op, ": ", t->str(), " must be contiguous");
+  VT_CHECK(eps >= 0.0f, op, ": eps ", eps, " is negative");
+  expect_device(s, op, {&residual, &delta, &w, &out});
+  expect_no_alias(delta, residual, op, "delta");
+  expect_no_alias(residual, out, op, "residual");
+  expect_no_alias(w, residual, op, "w");
+  expect_no_alias(w, out, op, "w");
+  expect_no_partial_alias(delta, out, op, "delta");
+  Rows rr = rows_view(residual, op, "residual"), dr = rows_view(delta, op, "delta"),
+       outr = rows_view(out, op, "out");
+  if (s.device().is_cpu()) return cpu::add_rms_norm(s, rr, dr, w, eps, kind, outr);
+#if VTLLM_WITH_CUDA
+  cuda::add_rms_norm(s, rr, dr, w, eps, kind, outr);
 #else
   no_backend(op, s.device());
 #endif

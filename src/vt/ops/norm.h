@@ -29,4 +29,18 @@ void rms_norm(Stream& s, const Tensor& x, const Tensor& w, float eps, RmsNormKin
 // `x * rsqrt((x*x).sum(-1) + eps)`, not F.normalize's max(norm, eps)).
 void l2_normalize(Stream& s, const Tensor& x, float eps, Tensor& out);
 
+// The residual stream's add fused with the next norm (one pass, one launch):
+//   residual <- R(residual + delta);  out = rms_norm(residual, w, eps, kind)
+// R rounds to residual's dtype (the oracle's residual stream rounds every add,
+// qwen3_5.md §4); the norm reads the rounded residual and rounds exactly as rms_norm
+// (above, both kinds). On the CPU the result is bit-identical to add(residual, delta,
+// residual) then rms_norm(residual, w, eps, kind, out).
+// Layout: residual, delta, out [T, H], each contiguous (the residual stream is).
+// Dtypes: residual, delta, out, w in {f32, bf16, f16}; w [H] contiguous.
+// out may be delta itself (each row is read whole before it is written); it must not
+// overlap residual, and delta must not overlap residual.
+// Backends: CPU (reference) and CUDA.
+void add_rms_norm(Stream& s, Tensor& residual, const Tensor& delta, const Tensor& w, float eps,
+                  RmsNormKind kind, Tensor& out);
+
 }  // namespace vt

@@ -1,0 +1,91 @@
+// CUDA add_rms_norm (vt/ops/norm.h): one block per row. Pass 1 forms the rounded
+// residual R(residual + delta) in f32, stores it and sums its squares in f32
+// (per-thread partials, a warp-shuffle and shared-memory tree); pass 2 re-reads the
+// thread's own residual elements (its own writes: no barrier needed) and normalises
+// with rms_norm's rounding points (vt/cuda/norm/rms_norm.cu). The residual equals the
+// CPU's bit for bit; out matches it to f32 summation-order rounding
+// (tests/vt/cuda_add_rms_norm_test.cpp).
+#include "vt/cuda/check.h"
+#include "vt/cuda/common.cuh"
+#include "vt/cuda/norm/add_rms_norm.h"
+#include "vt/cuda/stream_state.h"
+
+namespace vt::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+struct AddRmsNormParams {
+  char* residual;
+  int64_t residual_row_bytes;
+  DType residual_dtype;
+  const char* delta;
+  int64_t delta_row_bytes;
+  DType delta_dtype;
+  const void* w;
+  DType w_dtype;
+  char* out;
+  int64_t out_row_bytes;
+  DType out_dtype;
+  int64_t cols;
+  float eps;
+  bool one_plus;
+};
+
+__global__ void __launch_bounds__(kThreads) add_rms_norm_kernel(AddRmsNormParams p) {
+  const int64_t row = blockIdx.x;
+  void* res = p.residual + row * p.residual_row_bytes;
+  const void* delta = p.delta + row * p.delta_row_bytes;
+  void* out = p.out + row * p.out_row_bytes;
+  float ss = 0.0f;
+  for (int64_t i = threadIdx.x; i < p.cols; i += kThreads) {
+    // The residual stream rounds every add (qwen3_5.md §4); the norm reads the rounded value.
+    const float v =
+        round_to(load_f32(res, p.residual_dtype, i) + load_f32(delta, p.delta_dtype, i),
+                 p.residual_dtype);
+    store_f32(res, p.residual_dtype, i, v);
+    ss += v * v;
+  }
+  __shared__ float red[kThreads / kWarp];
+  const float inv = rsqrtf(block_sum<kThreads>(ss, red) / float(p.cols) + p.eps);
+  const bool plain_narrow = !p.one_plus && p.out_dtype != DType::kF32;
+  for (int64_t i = threadIdx.x; i < p.cols; i += kThreads) {
+    float w = load_f32(p.w, p.w_dtype, i);
+    if (p.one_plus) w += 1.0f;
+    float v = load_f32(res, p.residual_dtype, i) * inv;
+    // Qwen3RMSNorm (kPlain) with a narrow out: the normalised value rounds before the weight.
+    if (plain_narrow) v = round_to(v, p.out_dtype);
+    store_f32(out, p.out_dtype, i, v * w);
+  }
+}
+
+}  // namespace
+
+void add_rms_norm(Stream& s, const Rows& residual, const Rows& delta, const Tensor& w, float eps,
+                  RmsNormKind kind, const Rows& out) {
+  if (residual.rows == 0) return;
+  VT_CHECK(residual.rows <= int64_t(0x7fffffff), "add_rms_norm (CUDA): ", residual.rows,
+           " rows exceed the grid limit");
+  StreamState& st = s.cuda_state();
+  set_device(st);
+  const auto row_bytes = [](const Rows& r) { return r.row_stride * int64_t(dtype_size(r.dtype)); };
+  AddRmsNormParams p{static_cast<char*>(residual.data),
+                     row_bytes(residual),
+                     residual.dtype,
+                     static_cast<const char*>(delta.data),
+                     row_bytes(delta),
+                     delta.dtype,
+                     w.data_ptr(),
+                     w.dtype(),
+                     static_cast<char*>(out.data),
+                     row_bytes(out),
+                     out.dtype,
+                     residual.cols,
+                     eps,
+                     kind == RmsNormKind::kOnePlus};
+  add_rms_norm_kernel<<<unsigned(residual.rows), kThreads, 0, st.stream>>>(p);
+  VT_CUDA_CHECK_LAUNCH("add_rms_norm_kernel");
+}
+
+}  // namespace vt::cuda
