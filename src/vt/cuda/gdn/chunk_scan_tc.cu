@@ -35,26 +35,57 @@ constexpr int kWQStride = kDK + 4;   // wq_s rows (A loads)
 constexpr int kKStride = kDK + 8;    // k_s rows (transposed A loads)
 constexpr int kSStride = kCols + 8;  // s_s, u_s, o_s rows (B loads, C stores)
 constexpr int kPStride = kChunk + 4; // p_s rows (A loads)
-constexpr int kSmemFloats = kDK * kSStride + 2 * kChunk * kWQStride + kChunk * kKStride +
-                            kChunk * kPStride + kChunk * kSStride + kChunk;
+constexpr int kSmemFloats = kDK * kSStride + 2 * kChunk * kWQStride + kChunk * kSStride +
+                            kChunk * kKStride + kChunk * kPStride + kChunk * kSStride + kChunk;
 static_assert(kCols == 32 && kWarps == 8 && kChunk == 64 && kDK == 128,
               "chunk_scan_tc: the warp tiling assumes 8 warps, 32 columns, 64 x 128");
 static_assert(kWQStride % 32 == 4 && kKStride % 32 == 8 && kSStride % 32 == 8 &&
                   kPStride % 32 == 4,
               "chunk_scan_tc: conflict-free fragment strides");
-static_assert(kChunk * kSStride <= 2 * kChunk * kWQStride, "chunk_scan_tc: o_s fits over wq_s");
+
+// The chunk's W and q rows (group A) or its k rows, P, U slice and gam (group B), from
+// the scratch into shared memory by 16-byte copies, committed as one cp.async group.
+__device__ void stage_wq(const float* scr, float* wq_s) {
+  for (int idx = threadIdx.x; idx < 2 * kChunk * kDK / 4; idx += kThreads) {
+    const int i = idx / (kDK / 4), c4 = idx % (kDK / 4);  // rows 64.. are the q rows
+    const float* src = i < kChunk ? scr + i * kDK : scr + kQOffset + (i - kChunk) * kDK;
+    cp_async16(smem_addr(wq_s + i * kWQStride + 4 * c4), src + 4 * c4, true);
+  }
+  cp_async_commit();
+}
+__device__ void stage_kpu(const float* scr, int col0, float* k_s, float* p_s, float* u_s,
+                          float* gam_s) {
+  const int tid = threadIdx.x;
+  for (int idx = tid; idx < kChunk * kDK / 4; idx += kThreads) {
+    const int i = idx / (kDK / 4), c4 = idx % (kDK / 4);
+    cp_async16(smem_addr(k_s + i * kKStride + 4 * c4), scr + kKOffset + i * kDK + 4 * c4, true);
+  }
+  for (int idx = tid; idx < kChunk * kChunk / 4; idx += kThreads) {
+    const int i = idx / (kChunk / 4), c4 = idx % (kChunk / 4);
+    cp_async16(smem_addr(p_s + i * kPStride + 4 * c4),
+               scr + kWFloats + kUFloats + i * kChunk + 4 * c4, true);
+  }
+  for (int idx = tid; idx < kChunk * kCols / 4; idx += kThreads) {
+    const int i = idx / (kCols / 4), c4 = idx % (kCols / 4);
+    cp_async16(smem_addr(u_s + i * kSStride + 4 * c4),
+               scr + kWFloats + int64_t(i) * kDV + col0 + 4 * c4, true);
+  }
+  if (tid < kChunk / 4)
+    cp_async16(smem_addr(gam_s + 4 * tid), scr + kWFloats + kUFloats + kPFloats + 4 * tid, true);
+  cp_async_commit();
+}
 
 __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
   extern __shared__ float4 smem4[];
   float* s_s = reinterpret_cast<float*>(smem4);  // [kDK][kSStride] state slice
   float* wq_s = s_s + kDK * kSStride;            // [2 kChunk][kWQStride] W rows, q rows
-  float* o_s = wq_s;                             // [kChunk][kSStride] scale e^gam q S, after R
-  float* k_s = wq_s + 2 * kChunk * kWQStride;    // [kChunk][kKStride] k rows
+  float* o_s = wq_s + 2 * kChunk * kWQStride;    // [kChunk][kSStride] scale e^gam q S
+  float* k_s = o_s + kChunk * kSStride;          // [kChunk][kKStride] k rows
   float* p_s = k_s + kChunk * kKStride;          // [kChunk][kPStride] P
   float* u_s = p_s + kChunk * kPStride;          // [kChunk][kSStride] U, then U'
   float* gam_s = u_s + kChunk * kSStride;        // [kChunk]
   const int tid = threadIdx.x, warp = tid / kWarp;
-  const int h = blockIdx.y, b = blockIdx.z, hk = h / p.ratio;
+  const int h = blockIdx.y, b = blockIdx.z;
   const int col0 = blockIdx.x * kCols;  // the slice's first value column
   float* state_g = p.state + (int64_t(p.slot[b]) * p.hv + h) * p.dk * p.dv;
   const int owned_begin = p.first_chunk[b], owned_end = p.first_chunk[b + 1];
@@ -66,6 +97,8 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
       token_recurrence(p, t0, len, state_g, wq_s, k_s);
     return;
   }
+  stage_wq(chunk_scratch(p, c_begin, h), wq_s);
+  stage_kpu(chunk_scratch(p, c_begin, h), col0, k_s, p_s, u_s, gam_s);
   for (int idx = tid; idx < kDK * kCols; idx += kThreads) {
     const int d = idx / kCols, c = idx % kCols;
     s_s[d * kSStride + c] =
@@ -73,35 +106,10 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
   }
   const int g = mma3::lane_g(), t = mma3::lane_t();
 
+  // Pending cp.async groups at the top of chunk ch: A(ch), B(ch), in that order.
   for (int ch = c_begin; ch < c_end; ++ch) {
     const int t0 = p.chunk_t0[ch], n = p.chunk_len[ch];
-    const float* scr = chunk_scratch(p, ch, h);
-    // W [64][128], P [64][64] and the U slice [64][32] by 16-byte copies.
-    for (int idx = tid; idx < kChunk * kDK / 4; idx += kThreads) {
-      const int i = idx / (kDK / 4), c4 = idx % (kDK / 4);
-      cp_async16(smem_addr(wq_s + i * kWQStride + 4 * c4), scr + i * kDK + 4 * c4, true);
-    }
-    for (int idx = tid; idx < kChunk * kChunk / 4; idx += kThreads) {
-      const int i = idx / (kChunk / 4), c4 = idx % (kChunk / 4);
-      cp_async16(smem_addr(p_s + i * kPStride + 4 * c4),
-                 scr + kWFloats + kUFloats + i * kChunk + 4 * c4, true);
-    }
-    for (int idx = tid; idx < kChunk * kCols / 4; idx += kThreads) {
-      const int i = idx / (kCols / 4), c4 = idx % (kCols / 4);
-      cp_async16(smem_addr(u_s + i * kSStride + 4 * c4),
-                 scr + kWFloats + int64_t(i) * kDV + col0 + 4 * c4, true);
-    }
-    cp_async_commit();
-    for (int idx = tid; idx < kChunk * kDK; idx += kThreads) {
-      const int i = idx / kDK, d = idx % kDK;
-      const bool live = i < n && d < p.dk;
-      const int64_t tok = int64_t(t0) + i;
-      wq_s[(kChunk + i) * kWQStride + d] =
-          live ? load_f32(p.q, p.q_dtype, tok * p.q_t + hk * p.q_h + d) : 0.0f;
-      k_s[i * kKStride + d] = live ? load_f32(p.k, p.k_dtype, tok * p.k_t + hk * p.k_h + d) : 0.0f;
-    }
-    if (tid < kChunk) gam_s[tid] = scr[kWFloats + kUFloats + kPFloats + tid];
-    cp_async_wait<0>();
+    cp_async_wait<1>();  // A(ch) landed (B(ch) may still fly)
     __syncthreads();
 
     // R = [W; q] S: this warp's 16 rows x 32 columns.
@@ -120,8 +128,11 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
         }
       }
     }
-    __syncthreads();  // every warp is done reading wq_s (o_s goes over it)
-    if (warp < 4) {   // U' = U - W S
+    cp_async_wait<0>();  // B(ch) landed
+    __syncthreads();     // ... for every thread; every warp is done reading wq_s
+    if (ch + 1 < c_end)
+      stage_wq(chunk_scratch(p, ch + 1, h), wq_s);  // A(ch + 1) flies over the rest
+    if (warp < 4) {  // U' = U - W S
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
@@ -195,7 +206,8 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
         for (int r = 0; r < 4; ++r)
           s_s[(d0 + g + (r / 2) * 8) * kSStride + nt * 8 + 2 * t + r % 2] = s_acc[nt][r];
     }
-    __syncthreads();  // the next chunk restages everything and reads all of s_s
+    __syncthreads();  // k_s, p_s, u_s, gam_s free; the next R reads all of s_s
+    if (ch + 1 < c_end) stage_kpu(chunk_scratch(p, ch + 1, h), col0, k_s, p_s, u_s, gam_s);
   }
   for (int idx = tid; idx < kDK * kCols; idx += kThreads) {
     const int d = idx / kCols, c = idx % kCols;

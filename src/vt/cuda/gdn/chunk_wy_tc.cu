@@ -1,12 +1,12 @@
 // chunk_wy_tc (delta_rule_chunked.cuh): chunk_wy's job (the same scratch W, U, P, gam)
 // on tensor cores with 3xTF32 products (chunk_mma.cuh), one CTA of 8 warps per (chunk
 // of the pass, value head); CTAs past the call's chunk count exit.
-//   1. k and scale*q rows into shared memory (zero past the chunk and past dk), g and
-//      beta; gam by a serial prefix sum (the CPU's order); the right-hand side
+//   1. k and q rows into shared memory and the scratch (zero past the chunk and past
+//      dk), g and beta; gam by a serial prefix sum (the CPU's order); the right-hand side
 //      X = [diag(beta e^gam) K | diag(beta) V], thread c filling column c.
-//   2. K K^T and (scale Q) K^T by 16x8 tiles on or below the diagonal (20 per matrix,
+//   2. K K^T and Q K^T by 16x8 tiles on or below the diagonal (20 per matrix,
 //      spread over the warps); decayed and masked into L (shared memory) and P
-//      (scratch, zero above the diagonal).
+//      (scratch, scaled by `scale`, zero above the diagonal).
 //   3. (I + L) X = RHS by 16-row blocks: X_b -= L_{b,<b} X_{<b} (a 16 x 256 x 16b mma
 //      product), then the unit 16 x 16 diagonal block by forward substitution, one
 //      column per thread. Warp w owns columns 32w..32w+31 in both steps, so the solve
@@ -43,7 +43,7 @@ static_assert(kQKStride % 32 == 4 && kLStride % 32 == 4 && kXStride % 32 == 8,
 __global__ void __launch_bounds__(kThreads, 1) chunk_wy_tc_kernel(Params p) {
   extern __shared__ float4 smem4[];
   float* k_s = reinterpret_cast<float*>(smem4);  // [kChunk][kQKStride] k rows
-  float* q_s = k_s + kChunk * kQKStride;         // [kChunk][kQKStride] scale * q rows
+  float* q_s = k_s + kChunk * kQKStride;         // [kChunk][kQKStride] q rows
   float* l_s = q_s + kChunk * kQKStride;         // [kChunk][kLStride] L, zero on/above the diagonal
   float* x_s = l_s + kChunk * kLStride;          // [kChunk][kXStride] RHS, then [W | U]
   float* gam_s = x_s + kChunk * kXStride;        // [kChunk]
@@ -58,9 +58,12 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_wy_tc_kernel(Params p) {
     const int i = idx / kDK, d = idx % kDK;
     const bool live = i < n && d < p.dk;
     const int64_t t = int64_t(t0) + i;
-    k_s[i * kQKStride + d] = live ? load_f32(p.k, p.k_dtype, t * p.k_t + hk * p.k_h + d) : 0.0f;
-    q_s[i * kQKStride + d] =
-        live ? load_f32(p.q, p.q_dtype, t * p.q_t + hk * p.q_h + d) * p.scale : 0.0f;
+    const float kv = live ? load_f32(p.k, p.k_dtype, t * p.k_t + hk * p.k_h + d) : 0.0f;
+    const float qv = live ? load_f32(p.q, p.q_dtype, t * p.q_t + hk * p.q_h + d) : 0.0f;
+    k_s[i * kQKStride + d] = kv;
+    q_s[i * kQKStride + d] = qv;
+    scr[kKOffset + idx] = kv;  // for chunk_scan_tc's cp.async staging
+    scr[kQOffset + idx] = qv;
   }
   if (tid < kChunk) {
     const bool live = tid < n;
@@ -128,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_wy_tc_kernel(Params p) {
         const int i = m0 + g + (r / 2) * 8, j = n0 + 2 * t + r % 2;
         const float decay = j <= i ? expf(gam_s[i] - gam_s[j]) : 0.0f;
         l_s[i * kLStride + j] = j < i ? beta_s[i] * kk[r] * decay : 0.0f;
-        p_g[i * kChunk + j] = qk[r] * decay;
+        p_g[i * kChunk + j] = p.scale * qk[r] * decay;
       }
     }
   }

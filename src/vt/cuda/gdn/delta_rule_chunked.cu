@@ -24,7 +24,8 @@ namespace vt::cuda {
 namespace gdn_chunk {
 namespace {
 
-// The work scratch one pass may use: 64 chunks (4096 tokens) of Hv 48 fit.
+// The work scratch one pass may use: 68 chunks of Hv 48 with the f32 pair, 36 with
+// the tensor-core pair (54 at Hv 32; its scratch also holds q and k).
 constexpr int64_t kMaxScratchBytes = int64_t(256) << 20;
 constexpr int kTableThreads = 1024;
 
@@ -68,7 +69,9 @@ void run(StreamState& st, Params p, const int32_t* start, const int32_t* slot, i
   p.start = start;
   p.slot = slot;
   p.batch = int(B);
-  const int64_t chunk_bytes = p.hv * kScratchFloats * int64_t(sizeof(float));
+  const bool tc = prefill_selected() == Prefill::kTensorCores;
+  p.scratch_floats = tc ? kScratchFloatsTc : kScratchFloats;
+  const int64_t chunk_bytes = p.hv * p.scratch_floats * int64_t(sizeof(float));
   const int64_t pass_chunks =
       std::min(max_chunks, std::max<int64_t>(1, kMaxScratchBytes / chunk_bytes));
   // The table, then the pass's chunks (16-byte aligned for chunk_scan's float4 loads).
@@ -81,7 +84,6 @@ void run(StreamState& st, Params p, const int32_t* start, const int32_t* slot, i
   p.work = reinterpret_cast<float*>(base + table_ints * 4);
   chunk_table_kernel<<<1, kTableThreads, 0, st.stream>>>(p);
   VT_CUDA_CHECK_LAUNCH("chunk_table_kernel");
-  const bool tc = prefill_selected() == Prefill::kTensorCores;
   int64_t begin = 0;
   do {  // at least one pass: it runs the short requests
     p.pass_begin = int(begin);
@@ -125,7 +127,7 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
                  state.data<float>(), out.data_ptr(), out.dtype(), nullptr, nullptr, nullptr,
                  nullptr,        nullptr,           nullptr,      0,           0,
                  0,              int(hv),           int(hv / q.size(1)), int(dk), int(dv),
-                 scale};
+                 scale,          0};
   if (req.on_device())
     return run(st, p, req.d_start, req.d_slot, B, T / kChunk + std::min(B, T / kMinChunkedTokens));
   int64_t chunks = 0;

@@ -42,11 +42,16 @@ inline constexpr int kThreads = 256;
 inline constexpr int kMinChunkedTokens = 16;
 
 // Floats of work scratch per (chunk, value head), in this order: W [kChunk, kDK],
-// U [kChunk, kDV], P [kChunk, kChunk], gam [kChunk].
+// U [kChunk, kDV], P [kChunk, kChunk], gam [kChunk]; the tensor-core pair adds the
+// chunk's q and k rows as f32 [kChunk, kDK] each (zero past the chunk and past dk), so
+// its scan stages everything by cp.async, a chunk ahead. Every part is 16-byte aligned.
 inline constexpr int64_t kWFloats = int64_t(kChunk) * kDK;
 inline constexpr int64_t kUFloats = int64_t(kChunk) * kDV;
 inline constexpr int64_t kPFloats = int64_t(kChunk) * kChunk;
 inline constexpr int64_t kScratchFloats = kWFloats + kUFloats + kPFloats + kChunk;
+inline constexpr int64_t kQOffset = kScratchFloats;            // tc: q rows
+inline constexpr int64_t kKOffset = kScratchFloats + kWFloats;  // tc: k rows
+inline constexpr int64_t kScratchFloatsTc = kScratchFloats + 2 * kWFloats;
 
 struct Params {
   const void* q;
@@ -68,16 +73,17 @@ struct Params {
   int32_t* first_chunk;  // [B + 1] (chunk_table) request b owns chunks [first_chunk[b], first_chunk[b+1])
   int32_t* chunk_t0;     // [max_chunks] (chunk_table) first token of each chunk
   int32_t* chunk_len;    // [max_chunks] (chunk_table) its tokens, 1..kChunk
-  float* work;           // [pass_chunks, Hv, kScratchFloats]: chunk pass_begin + i at i
+  float* work;           // [pass_chunks, Hv, scratch_floats]: chunk pass_begin + i at i
   int batch;
   int pass_begin, pass_chunks;  // the pass: chunks [pass_begin, pass_begin + pass_chunks)
   int hv, ratio, dk, dv;
   float scale;
+  int64_t scratch_floats;  // per (chunk, value head): kScratchFloats, or kScratchFloatsTc
 };
 
 // The scratch of chunk `chunk` (numbered over the whole call) of the current pass.
 __host__ __device__ inline float* chunk_scratch(const Params& p, int64_t chunk, int h) {
-  return p.work + ((chunk - p.pass_begin) * p.hv + h) * kScratchFloats;
+  return p.work + ((chunk - p.pass_begin) * p.hv + h) * p.scratch_floats;
 }
 
 // The two implementations of the pair (VTLLM_GDN_PREFILL, read in delta_rule_chunked.cu
