@@ -1,18 +1,21 @@
-// chunk_wy_tc (delta_rule_chunked.cuh): chunk_wy's job (the same scratch W, U, P, gam)
-// on tensor cores with 3xTF32 products (chunk_mma.cuh), one CTA of 8 warps per (chunk
-// of the pass, value head); CTAs past the call's chunk count exit.
+// chunk_wy_tc (delta_rule_chunked.cuh): chunk_wy's job (W, U, P, gam, plus the chunk's
+// q and k rows for chunk_scan_tc) on tensor cores with 3xTF32 products (chunk_mma.cuh),
+// one CTA of 8 warps per (chunk of the pass, value head); CTAs past the call's chunk
+// count exit.
 //   1. k and q rows into shared memory and the scratch (zero past the chunk and past
-//      dk), g and beta; gam by a serial prefix sum (the CPU's order); the right-hand side
-//      X = [diag(beta e^gam) K | diag(beta) V], thread c filling column c.
-//   2. K K^T and Q K^T by 16x8 tiles on or below the diagonal (20 per matrix,
-//      spread over the warps); decayed and masked into L (shared memory) and P
-//      (scratch, scaled by `scale`, zero above the diagonal).
+//      dk), g and beta; gam by a serial prefix sum (the CPU's order); the v part of the
+//      right-hand side X = [diag(beta e^gam) K | diag(beta) V] starts loading into
+//      registers (thread c holds column c).
+//   2. K K^T and Q K^T by 16x8 tiles on or below the diagonal (20 per matrix, spread
+//      over the warps); decayed and masked into L (shared memory) and P (scratch,
+//      scaled by `scale`, zero above the diagonal). Then X's W part from k_s, and X
+//      goes to shared memory over k_s and q_s.
 //   3. (I + L) X = RHS by 16-row blocks: X_b -= L_{b,<b} X_{<b} (a 16 x 256 x 16b mma
 //      product), then the unit 16 x 16 diagonal block by forward substitution, one
 //      column per thread. Warp w owns columns 32w..32w+31 in both steps, so the solve
 //      needs no CTA barrier; each thread then writes its column of W or U.
-// Shared memory 150 KB (one CTA per SM); row strides padded to the fragment loaders'
-// conflict-free residues (chunk_mma.cuh).
+// Shared memory 85.5 KB, 120 registers: two CTAs per SM. Row strides padded to the
+// fragment loaders' conflict-free residues (chunk_mma.cuh).
 // FLOPs per (chunk, head), Dk = Dv = 128, as run: 20 x 2 tiles of 16 x 8 x 128 x 2
 // (Gram, 1.3 M, three mma each) + 16 x 256 x (16 + 32 + 48) x 2 (block updates, 0.8 M,
 // three mma each) + 4 x 120 x 256 x 2 (diagonal blocks, 0.25 M, CUDA cores).
@@ -32,21 +35,21 @@ constexpr int kXCols = kDK + kDV;              // [W | U]
 constexpr int kXStride = kXCols + 8;           // x_s rows (B loads)
 constexpr int kWarpsWy = kThreads / kWarp;
 constexpr int kColsPerWarp = kXCols / kWarpsWy;  // columns of X a warp owns
-constexpr int kSmemFloats =
-    2 * kChunk * kQKStride + kChunk * kLStride + kChunk * kXStride + 2 * kChunk;
+constexpr int kSmemFloats = 2 * kChunk * kQKStride + kChunk * kLStride + 2 * kChunk;
+static_assert(kChunk * kXStride <= 2 * kChunk * kQKStride, "chunk_wy_tc: x_s fits over k_s, q_s");
 static_assert(kThreads == kXCols, "chunk_wy_tc: one thread per column of [W | U]");
 static_assert(kColsPerWarp == kWarp, "chunk_wy_tc: a warp owns the columns of its lanes");
 static_assert(kChunk % kBlock == 0 && kDK % 8 == 0, "chunk_wy_tc: 16 x 8 x 8 tiles");
 static_assert(kQKStride % 32 == 4 && kLStride % 32 == 4 && kXStride % 32 == 8,
               "chunk_wy_tc: conflict-free fragment strides");
 
-__global__ void __launch_bounds__(kThreads, 1) chunk_wy_tc_kernel(Params p) {
+__global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
   extern __shared__ float4 smem4[];
   float* k_s = reinterpret_cast<float*>(smem4);  // [kChunk][kQKStride] k rows
   float* q_s = k_s + kChunk * kQKStride;         // [kChunk][kQKStride] q rows
+  float* x_s = k_s;  // [kChunk][kXStride] RHS, then [W | U], over k_s and q_s after the Gram
   float* l_s = q_s + kChunk * kQKStride;         // [kChunk][kLStride] L, zero on/above the diagonal
-  float* x_s = l_s + kChunk * kLStride;          // [kChunk][kXStride] RHS, then [W | U]
-  float* gam_s = x_s + kChunk * kXStride;        // [kChunk]
+  float* gam_s = l_s + kChunk * kLStride;        // [kChunk]
   float* beta_s = gam_s + kChunk;                // [kChunk], zero past the chunk
   const int tid = threadIdx.x, warp = tid / kWarp, h = blockIdx.y;
   const int chunk = p.pass_begin + int(blockIdx.x);
@@ -77,22 +80,19 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_wy_tc_kernel(Params p) {
   }
   __syncthreads();
 
-  // The right-hand side, column c = tid (read back by the same warp in the solve).
-  {
-    const int c = tid;
-    if (c < kDK) {
-      for (int i = 0; i < kChunk; ++i)
-        x_s[i * kXStride + c] = beta_s[i] * expf(gam_s[i]) * k_s[i * kQKStride + c];
-    } else {
-      const int e = c - kDK;
-      const bool live_col = e < p.dv;
-      for (int i = 0; i < kChunk; ++i)
-        x_s[i * kXStride + c] =
-            live_col && i < n
-                ? beta_s[i] * load_f32(p.v, p.v_dtype,
-                                       (int64_t(t0) + i) * p.v_t + int64_t(h) * p.v_h + e)
-                : 0.0f;
-    }
+  // Column c = tid of the right-hand side, in registers until k_s and q_s are free: the
+  // v part loads now (in flight over the Gram tiles), the W part after them.
+  const int c = tid;
+  float rhs[kChunk];
+  if (c >= kDK) {
+    const int e = c - kDK;
+    const bool live_col = e < p.dv;
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i)
+      rhs[i] = live_col && i < n
+                   ? beta_s[i] * load_f32(p.v, p.v_dtype,
+                                          (int64_t(t0) + i) * p.v_t + int64_t(h) * p.v_h + e)
+                   : 0.0f;
   }
 
   // The Gram tiles, 16 x 8: the 20 tiles (mt, nt) with nt <= 2 mt + 1 (row block mt
@@ -135,10 +135,16 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_wy_tc_kernel(Params p) {
       }
     }
   }
-  __syncthreads();  // L complete (and every warp's right-hand-side columns written)
+  if (c < kDK) {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) rhs[i] = beta_s[i] * expf(gam_s[i]) * k_s[i * kQKStride + c];
+  }
+  __syncthreads();  // L complete; k_s and q_s read for the last time (x_s goes over them)
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) x_s[i * kXStride + c] = rhs[i];
+  __syncwarp();
 
   // The blocked forward substitution on this warp's 32 columns of X.
-  const int c = tid;
   const int g = mma3::lane_g(), t = mma3::lane_t(), col0 = warp * kColsPerWarp;
   for (int blk = 0; blk < kChunk / kBlock; ++blk) {
     const int r0 = blk * kBlock;
