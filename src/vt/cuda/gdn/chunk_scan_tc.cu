@@ -2,19 +2,21 @@
 // products (chunk_mma.cuh), one CTA of 8 warps per (32-column slice, value head,
 // request), the grid and the short-request recurrence of chunk_scan. The [Dk, 32] f32
 // state slice lives in shared memory over the request's chunks of the pass; per chunk:
-//   stage  W rows and q rows into wq_s (W, P and the U slice by cp.async from the
-//          scratch), k rows into k_s, gam;
 //   R      = [W; q] S, 128 x 32 x 128: warp w the 16 rows 16w.. (warps 0-3 W, 4-7 q);
-//   U'     = U - R_W in place; scale e^gam R_q into o_s (over wq_s, free by then);
+//   U'     = U - R_W in place; scale e^gam R_q into o_s;
 //   out    = o_s + P U', 64 x 32 x (to the diagonal): warp w the 8 columns 8 (w % 4)..
 //          of row blocks w / 4 and 3 - w / 4 (equal work: P is zero above the diagonal);
 //   S      <- e^{gam_last} S + (diag(e^{gam_last - gam}) K)^T U', 128 x 32 x 64: warp w
 //          state rows 16w.., the decay applied as the k fragments load.
-// The out and state steps read only U', P, o_s and k_s, and write disjoint places, so
-// one barrier ends the chunk. Shared memory 148 KB (one CTA per SM).
+// Everything a chunk reads comes from the scratch (chunk_wy_tc wrote W, U, P, gam and the
+// q and k rows as f32) by cp.async, in two groups a step ahead: A = W and q rows (read
+// by R only) lands while the previous chunk computes U', out and S; B = k rows, P, the
+// U slice and gam lands while this chunk computes R. The out and state steps read only
+// U', P, o_s and k_s and write disjoint places, so one barrier ends the chunk.
+// Shared memory 161 KB (one CTA per SM), 145 registers.
 // FLOPs per (chunk, head, slice), Dk = Dv = 128, as run (each mma three times):
 // 128 x 32 x 128 x 2 (R) + 16 x 32 x (16 + 32 + 48 + 64) x 2 (out) + 128 x 32 x 64 x 2
-// (state) ~ 1.9 M.
+// (state) ~ 1.7 M.
 #include "vt/cuda/attention/flash_prefill_ptx.cuh"
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
