@@ -39,7 +39,14 @@ struct ModelRunner::DecodeGraph {
   int32_t size = 0;
   vt::cuda::GraphExecPtr exec;
   vt::Tensor logits;  // held: its graph-pool block must not serve another graph
+  int64_t kernel_nodes = 0;
 };
+
+std::vector<ModelRunner::GraphKernels> ModelRunner::graph_kernel_counts() const {
+  std::vector<GraphKernels> out;
+  for (const auto& g : graphs_) out.push_back({g->size, g->kernel_nodes});
+  return out;
+}
 
 ModelRunner::ModelRunner(std::unique_ptr<vt::Stream> stream, std::unique_ptr<models::Model> model,
                          const KvCacheConfig& kv, const std::optional<GraphOptions>& graphs)
@@ -114,6 +121,7 @@ ModelRunner::DecodeGraph& ModelRunner::graph_for(int32_t size) {
     const vt::Tensor hidden = model_->forward_prepared(*stream_, in, *cache_);
     g->logits = model_->compute_logits(*stream_, hidden, rows);
     g->exec = stream_->end_capture();
+    g->kernel_nodes = vt::Stream::graph_kernel_nodes(*g->exec);
   } catch (...) {
     stream_->abort_capture();
     throw;

@@ -113,6 +113,13 @@ class ModelRunner final : public ModelExecutor {
   // Graphs: whether steps may replay them, and how many were captured so far.
   bool uses_graphs() const { return graphs_enabled_; }
   size_t num_graphs() const { return graphs_.size(); }
+  // Per captured graph (in capture order): its batch size and its kernel nodes, the
+  // kernels one decode step of that size launches (vt::Stream::graph_kernel_nodes).
+  struct GraphKernels {
+    int32_t batch = 0;
+    int64_t kernels = 0;
+  };
+  std::vector<GraphKernels> graph_kernel_counts() const;
 
  private:
   void copy_states(const std::vector<StateCopy>& copies);

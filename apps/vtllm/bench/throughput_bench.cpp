@@ -289,23 +289,36 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
     row.context = keys / double(ms.size());
     row.bytes = bytes / double(ms.size());
     row.flops = flops / double(ms.size());
+    // The graph this batch replayed: the smallest captured size that holds it.
+    for (const engine::ModelRunner::GraphKernels& g : runner->graph_kernel_counts())
+      if (g.batch >= b && (row.graph_batch == 0 || g.batch < row.graph_batch)) {
+        row.graph_batch = g.batch;
+        row.graph_kernels = g.kernels;
+      }
     res.rows.push_back(finish_row(row, ms));
     on_row(res.rows.back());
   }
   for (int64_t len : c.prefill_lens) prefill_row(1, len);
+  for (const engine::ModelRunner::GraphKernels& g : runner->graph_kernel_counts())
+    res.graphs.push_back({g.batch, g.kernels});
   return res;
 }
 
 void print_throughput_header(std::FILE* f) {
-  std::fprintf(f, "%-8s %5s %8s %8s %9s %11s %9s %6s %8s %6s\n", "phase", "batch", "tok/step",
-               "context", "step ms", "tok/s", "GB/s", "of BW", "TFLOP/s", "of PK");
+  std::fprintf(f, "%-8s %5s %8s %8s %9s %11s %9s %6s %8s %6s %5s %7s\n", "phase", "batch",
+               "tok/step", "context", "step ms", "tok/s", "GB/s", "of BW", "TFLOP/s", "of PK",
+               "graph", "kernels");
 }
 
 void print_throughput_row(std::FILE* f, const ThroughputRow& r) {
-  std::fprintf(f, "%-8s %5d %8lld %8.0f %9.3f %11.1f %9.1f %5.1f%% %8.1f %5.1f%%\n", r.phase.c_str(),
+  std::fprintf(f, "%-8s %5d %8lld %8.0f %9.3f %11.1f %9.1f %5.1f%% %8.1f %5.1f%%", r.phase.c_str(),
                r.batch, (long long)r.tokens_per_step, r.context, r.step_ms, r.tokens_per_s, r.gbps(),
                100.0 * r.gbps() / kCopyCeilingGBps, r.tflops(),
                100.0 * r.tflops() / kBf16CeilingTflops);
+  if (r.graph_batch > 0)
+    std::fprintf(f, " %5d %7lld\n", r.graph_batch, (long long)r.graph_kernels);
+  else
+    std::fprintf(f, " %5s %7s\n", "-", "-");
   std::fflush(f);
 }
 
@@ -333,7 +346,13 @@ std::string throughput_json(const ThroughputConfig& c, const ThroughputResult& r
                          {"step_ms_max", x.step_ms_max},
                          {"tokens_per_s", x.tokens_per_s},
                          {"bytes", x.bytes},       {"flops", x.flops},
-                         {"gbps", x.gbps()},       {"tflops", x.tflops()}});
+                         {"gbps", x.gbps()},       {"tflops", x.tflops()},
+                         {"graph_batch", x.graph_batch},
+                         {"graph_kernels", x.graph_kernels}});
+  // Kernel nodes of every decode graph captured (kernels launched per decode step).
+  j["graphs"] = nlohmann::json::array();
+  for (const ThroughputResult::Graph& g : r.graphs)
+    j["graphs"].push_back({{"batch", g.batch}, {"kernels", g.kernels}});
   return j.dump(2) + "\n";
 }
 

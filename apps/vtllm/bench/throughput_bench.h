@@ -17,7 +17,9 @@
 //     model serves both.
 // Each row prints step time, tokens/s, and the bytes and FLOPs of a step counted
 // from the config (ModelCost) over the step time, against the H200 ceilings
-// measured in this workplace (~4.3 TB/s copy, ~790 TFLOP/s dense bf16).
+// measured in this workplace (~4.3 TB/s copy, ~790 TFLOP/s dense bf16); a decode row
+// that replayed a CUDA graph also prints the graph's batch size and its kernel nodes
+// (the kernels one step launches). The JSON lists every captured graph's count too.
 #pragma once
 
 #include <cstdint>
@@ -94,6 +96,10 @@ struct ThroughputRow {
   double step_ms_min = 0, step_ms_max = 0;
   double tokens_per_s = 0;
   double bytes = 0, flops = 0;  // per step (ModelCost, mean over the timed steps)
+  // Decode rows that replayed a CUDA graph: the graph's (padded) batch size and its
+  // kernel nodes, the kernels launched per step; 0 when the row ran eagerly.
+  int graph_batch = 0;
+  int64_t graph_kernels = 0;
   double gbps() const { return bytes / (step_ms * 1e-3) / 1e9; }
   double tflops() const { return flops / (step_ms * 1e-3) / 1e12; }
 };
@@ -106,6 +112,11 @@ struct ThroughputResult {
   ModelCost cost;
   std::string cache_plan;  // the runner's sizing line (CUDA)
   std::vector<ThroughputRow> rows;
+  struct Graph {
+    int batch = 0;
+    int64_t kernels = 0;  // kernel nodes of the decode graph captured for `batch`
+  };
+  std::vector<Graph> graphs;  // every decode graph captured, in capture order
 };
 
 // Runs every row; on_row is called as each finishes (to print it at once).
