@@ -91,10 +91,10 @@ double median_ms(vt::Stream& gpu, const std::function<void()>& fn) {
 
 // FLOPs per (chunk, value head), the header's formula.
 double flops_per_chunk_head(double dk, double dv) {
-  const double wy = 20 * 2 * 16 * 8 * dk * 2 + 16 * (dk + dv) * (16 + 32 + 48) * 2 +
-                    4 * 120 * (dk + dv) * 2;
-  const double scan = dv / 32 * (128 * 32 * dk * 2 + 16 * 32 * (16 + 32 + 48 + 64) * 2 +
-                                 dk * 32 * 64 * 2);
+  const double wy =
+      20 * 2 * 16 * 8 * dk * 2 + 16 * (dk + dv) * (16 + 32 + 48) * 2 + 4 * 120 * (dk + dv) * 2;
+  const double scan =
+      dv / 32 * (128 * 32 * dk * 2 + 16 * 32 * (16 + 32 + 48 + 64) * 2 + dk * 32 * 64 * 2);
   return wy + scan;
 }
 
@@ -121,9 +121,9 @@ void bench(vt::Stream& gpu, int64_t B, int64_t tokens_each, int64_t hv, const ch
   unsetenv("VTLLM_GDN_PREFILL");
   const double chunks = double(B * ((tokens_each + 63) / 64));
   const double tfs = chunks * double(hv) * flops_per_chunk_head(double(d), double(d)) / ms / 1e9;
-  const std::string name = "gdn chunked B=" + std::to_string(B) + " T=" +
-                           std::to_string(tokens_each) + " Hv=" + std::to_string(hv) + " [" +
-                           path + "]";
+  const std::string name = "gdn chunked B=" + std::to_string(B) +
+                           " T=" + std::to_string(tokens_each) + " Hv=" + std::to_string(hv) +
+                           " [" + path + "]";
   std::printf("%-40s %9.3f ms/layer %8.1f TFLOP/s %6.1f%% of f32 67 %6.1f%% of tf32 395\n",
               name.c_str(), ms, tfs, 100.0 * tfs / kF32TFlops, 100.0 * tfs / kTf32TFlops);
 }

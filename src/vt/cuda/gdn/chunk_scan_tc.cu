@@ -33,16 +33,15 @@ using flash::detail::cp_async_commit;
 using flash::detail::cp_async_wait;
 using flash::detail::smem_addr;
 
-constexpr int kWQStride = kDK + 4;   // wq_s rows (A loads)
-constexpr int kKStride = kDK + 8;    // k_s rows (transposed A loads)
-constexpr int kSStride = kCols + 8;  // s_s, u_s, o_s rows (B loads, C stores)
-constexpr int kPStride = kChunk + 4; // p_s rows (A loads)
+constexpr int kWQStride = kDK + 4;    // wq_s rows (A loads)
+constexpr int kKStride = kDK + 8;     // k_s rows (transposed A loads)
+constexpr int kSStride = kCols + 8;   // s_s, u_s, o_s rows (B loads, C stores)
+constexpr int kPStride = kChunk + 4;  // p_s rows (A loads)
 constexpr int kSmemFloats = kDK * kSStride + 2 * kChunk * kWQStride + kChunk * kSStride +
                             kChunk * kKStride + kChunk * kPStride + kChunk * kSStride + kChunk;
 static_assert(kCols == 32 && kWarps == 8 && kChunk == 64 && kDK == 128,
               "chunk_scan_tc: the warp tiling assumes 8 warps, 32 columns, 64 x 128");
-static_assert(kWQStride % 32 == 4 && kKStride % 32 == 8 && kSStride % 32 == 8 &&
-                  kPStride % 32 == 4,
+static_assert(kWQStride % 32 == 4 && kKStride % 32 == 8 && kSStride % 32 == 8 && kPStride % 32 == 4,
               "chunk_scan_tc: conflict-free fragment strides");
 
 // The chunk's W and q rows (group A) or its k rows, P, U slice and gam (group B), from
@@ -134,7 +133,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
     __syncthreads();     // ... for every thread; every warp is done reading wq_s
     if (ch + 1 < c_end)
       stage_wq(chunk_scratch(p, ch + 1, h), wq_s);  // A(ch + 1) flies over the rest
-    if (warp < 4) {  // U' = U - W S
+    if (warp < 4) {                                 // U' = U - W S
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll

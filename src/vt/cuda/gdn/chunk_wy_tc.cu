@@ -28,11 +28,11 @@ namespace vt::cuda::gdn_chunk {
 
 namespace {
 
-constexpr int kBlock = 16;                     // rows of a diagonal block of the solve
-constexpr int kQKStride = kDK + 4;             // k_s, q_s rows (A and transposed-B loads)
-constexpr int kLStride = kChunk + 4;           // l_s rows (A loads)
-constexpr int kXCols = kDK + kDV;              // [W | U]
-constexpr int kXStride = kXCols + 8;           // x_s rows (B loads)
+constexpr int kBlock = 16;            // rows of a diagonal block of the solve
+constexpr int kQKStride = kDK + 4;    // k_s, q_s rows (A and transposed-B loads)
+constexpr int kLStride = kChunk + 4;  // l_s rows (A loads)
+constexpr int kXCols = kDK + kDV;     // [W | U]
+constexpr int kXStride = kXCols + 8;  // x_s rows (B loads)
 constexpr int kWarpsWy = kThreads / kWarp;
 constexpr int kColsPerWarp = kXCols / kWarpsWy;  // columns of X a warp owns
 constexpr int kSmemFloats = 2 * kChunk * kQKStride + kChunk * kLStride + 2 * kChunk;
@@ -48,9 +48,9 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
   float* k_s = reinterpret_cast<float*>(smem4);  // [kChunk][kQKStride] k rows
   float* q_s = k_s + kChunk * kQKStride;         // [kChunk][kQKStride] q rows
   float* x_s = k_s;  // [kChunk][kXStride] RHS, then [W | U], over k_s and q_s after the Gram
-  float* l_s = q_s + kChunk * kQKStride;         // [kChunk][kLStride] L, zero on/above the diagonal
-  float* gam_s = l_s + kChunk * kLStride;        // [kChunk]
-  float* beta_s = gam_s + kChunk;                // [kChunk], zero past the chunk
+  float* l_s = q_s + kChunk * kQKStride;   // [kChunk][kLStride] L, zero on/above the diagonal
+  float* gam_s = l_s + kChunk * kLStride;  // [kChunk]
+  float* beta_s = gam_s + kChunk;          // [kChunk], zero past the chunk
   const int tid = threadIdx.x, warp = tid / kWarp, h = blockIdx.y;
   const int chunk = p.pass_begin + int(blockIdx.x);
   if (chunk >= p.first_chunk[p.batch]) return;  // the pass was sized by a bound
@@ -195,8 +195,8 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
 
 void launch_chunk_wy_tc(const Params& p, cudaStream_t stream) {
   constexpr int smem = kSmemFloats * int(sizeof(float));
-  VT_CUDA_CHECK(cudaFuncSetAttribute(chunk_wy_tc_kernel,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  VT_CUDA_CHECK(
+      cudaFuncSetAttribute(chunk_wy_tc_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   chunk_wy_tc_kernel<<<dim3(unsigned(p.pass_chunks), unsigned(p.hv)), kThreads, smem, stream>>>(p);
   VT_CUDA_CHECK_LAUNCH("chunk_wy_tc_kernel");
 }
