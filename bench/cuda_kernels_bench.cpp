@@ -247,6 +247,7 @@ void gemm_as(Variant v, const vt::Tensor& x, const vt::Tensor& w, const vt::Tens
 struct ChainStep {
   int kind;
   vt::Tensor src, x, w, out;
+  vt::Tensor norm_w;  // kind 0: [x.size(1)]
 };
 
 struct Chain {
@@ -256,30 +257,39 @@ struct Chain {
   int64_t gemms = 0;
 };
 
+// The rms_norm weights, one per width (cleared at the end of bench_decode_chains: device
+// memory must not outlive the stream).
+std::map<int64_t, vt::Tensor> g_norm_weights;
+const vt::Tensor& norm_weight(int64_t d) {
+  auto it = g_norm_weights.find(d);
+  if (it == g_norm_weights.end())
+    it = g_norm_weights.emplace(d, rand_gpu({d}, vt::DType::kBF16, 0.1f, 9)).first;
+  return it->second;
+}
+
 void add_step(Chain& c, int kind, const vt::Tensor& src, const vt::Tensor& x, const vt::Tensor& w,
               const vt::Tensor& out) {
-  c.steps.push_back({kind, src, x, w, out});
+  c.steps.push_back({kind, src, x, w, out, kind == 0 ? norm_weight(x.size(1)) : vt::Tensor()});
   const int64_t m = x.size(0), k = x.size(1), n = w.size(0);
   c.bytes += 2.0 * double(m * k + n * k + m * n);
   ++c.gemms;
 }
 
-void run_chain(const Chain& c, Variant v, const vt::Tensor& norm_w, bool gemms) {
+void run_chain(const Chain& c, Variant v, bool gemms) {
   for (const ChainStep& s : c.steps) {
     vt::Tensor x = s.x;
-    if (s.kind == 0) vt::rms_norm(*g_gpu, s.src, norm_w, 1e-6f, vt::RmsNormKind::kOnePlus, x);
+    if (s.kind == 0) vt::rms_norm(*g_gpu, s.src, s.norm_w, 1e-6f, vt::RmsNormKind::kOnePlus, x);
     if (s.kind == 1) vt::silu_and_mul(*g_gpu, s.src, x);
     if (gemms) gemm_as(v, s.x, s.w, s.out);
   }
 }
 
 // Median microseconds of one replay of the chain captured as a graph (L2 flushed).
-double time_chain_us(const Chain& c, Variant v, const vt::Tensor& norm_w, const vt::Tensor& flush,
-                     bool gemms = true) {
-  run_chain(c, v, norm_w, gemms);  // warm-up: plans, function attributes
+double time_chain_us(const Chain& c, Variant v, const vt::Tensor& flush, bool gemms = true) {
+  run_chain(c, v, gemms);  // warm-up: plans, function attributes
   g_gpu->synchronize();
   g_gpu->begin_capture();
-  run_chain(c, v, norm_w, gemms);
+  run_chain(c, v, gemms);
   vt::cuda::GraphExecPtr g = g_gpu->end_capture();
   const double ms = time_ms([&] { g_gpu->replay(*g); }, &flush);
   g.reset();
@@ -290,7 +300,6 @@ double time_chain_us(const Chain& c, Variant v, const vt::Tensor& norm_w, const 
 void bench_decode_chains() {
   constexpr int64_t kH = 4096, kI = 12288, kVocab = 151936, kGdnIn = 12352, kQkv = 10240;
   const vt::Tensor flush = vt::Tensor::empty({int64_t(256) << 20}, vt::DType::kU8, g_gpu->device());
-  const vt::Tensor norm_w = rand_gpu({kH}, vt::DType::kBF16, 0.1f, 9);
   auto weight = [](int64_t n, int64_t k, uint64_t seed) {
     return rand_gpu({n, k}, vt::DType::kBF16, 0.02f, seed);
   };
@@ -360,7 +369,7 @@ void bench_decode_chains() {
       std::string best_name, line;
       for (Variant v : kVariants) {
         if (v != Variant::kCublasLt && !skinny_ok) continue;
-        const double us = time_chain_us(c, v, norm_w, flush);
+        const double us = time_chain_us(c, v, flush);
         const std::string name =
             "chain M=" + std::to_string(m) + " " + c.name + " " + variant_name(v);
         const double gbs = c.bytes / us / 1e3;
@@ -373,7 +382,7 @@ void bench_decode_chains() {
         line += buf;
       }
       if (c.steps[0].kind != 2) {  // the elementwise kernels alone, for subtraction
-        const double us = time_chain_us(c, Variant::kCublasLt, norm_w, flush, false);
+        const double us = time_chain_us(c, Variant::kCublasLt, flush, false);
         std::printf("%-86s %9.1f us\n",
                     ("chain M=" + std::to_string(m) + " " + c.name + " elementwise only").c_str(),
                     us);
@@ -392,6 +401,7 @@ void bench_decode_chains() {
               "= VTLLM_GEMM_PDL=1 (default); skinny+pdl has no switch (SkinnyPdl::kRing).\n"
               "Shipped rule (vt/cuda/gemm.h): skinny+pdl+l2 for M <= %lld, cublaslt above.\n\n",
               static_cast<long long>(vt::cuda::kSkinnyMaxM));
+  g_norm_weights.clear();
 }
 
 // The 9B-shape projections one at a time (L2 cold): the single-GEMM rows of the rule.
