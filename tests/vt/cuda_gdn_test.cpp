@@ -53,8 +53,8 @@ TEST(CudaGdn, ConvAndGatesMatchCpu) {
   Tensor alog = randn({hv}, DType::kBF16, 1.0, 505), dtb = randn({hv}, DType::kBF16, 10.0, 506);
   Tensor g = Tensor::empty({T, hv}, DType::kF32), beta = Tensor::empty({T, hv}, DType::kF32);
   Tensor g_g = poisoned_gpu(s, {T, hv}, DType::kF32), beta_g = poisoned_gpu(s, {T, hv}, DType::kF32);
-  gdn_gates(s.cpu, a, b, alog, dtb, g, beta);
-  gdn_gates(s.gpu, s.up(a), s.up(b), s.up(alog), s.up(dtb), g_g, beta_g);
+  gdn_gates(s.cpu, a, b, alog, dtb, DType::kF32, g, beta);
+  gdn_gates(s.gpu, s.up(a), s.up(b), s.up(alog), s.up(dtb), DType::kF32, g_g, beta_g);
   expect_close(s, g, g_g, 1e-5, 0, "gdn g (softplus threshold 20 crossed by dt_bias ~ N(0, 10))");
   expect_close(s, beta, beta_g, 1e-6, 0, "gdn beta");
 
@@ -64,6 +64,89 @@ TEST(CudaGdn, ConvAndGatesMatchCpu) {
   gated_rms_norm(s.cpu, o, z, nw, 1e-6f, y);
   gated_rms_norm(s.gpu, s.up(o), s.up(z), s.up(nw), 1e-6f, y_g);
   expect_close(s, y, y_g, cudatest::kBf16ChainRel, 1e-6, "gated rms norm bf16");
+}
+
+// The GDN layer's layout: one fused projection [T, conv_dim + Hv*Dv + 2 Hv] whose b and a
+// columns feed the gates (beta rounded to bf16 in the op) and whose z columns, viewed
+// per head (two row strides), gate the output norm; q and k normalised in one call over
+// a [T, 2 Hk, Dk] view of the conv output's first columns (two row strides).
+TEST(CudaGdn, FusedProjectionSlicesMatchCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t T = 37, hk = 16, hv = 32, dk = 128, dv = 128;
+  const int64_t cd = 2 * hk * dk + hv * dv, vd = hv * dv, width = cd + vd + 2 * hv;
+  Tensor proj = randn({T, width}, DType::kBF16, 3.0, 520), proj_g = s.up(proj);
+  const auto b_of = [&](const Tensor& p) { return p.slice(1, cd + vd, cd + vd + hv); };
+  const auto a_of = [&](const Tensor& p) { return p.slice(1, cd + vd + hv, width); };
+  const auto z_of = [&](const Tensor& p) { return p.slice(1, cd, cd + vd).reshape({T, hv, dv}); };
+  Tensor alog = randn({hv}, DType::kBF16, 1.0, 521), dtb = randn({hv}, DType::kBF16, 10.0, 522);
+  for (DType round : {DType::kF32, DType::kBF16}) {
+    Tensor g = Tensor::empty({T, hv}, DType::kF32), beta = Tensor::empty({T, hv}, DType::kF32);
+    Tensor g_g = poisoned_gpu(s, {T, hv}, DType::kF32);
+    Tensor beta_g = poisoned_gpu(s, {T, hv}, DType::kF32);
+    gdn_gates(s.cpu, a_of(proj), b_of(proj), alog, dtb, round, g, beta);
+    gdn_gates(s.gpu, a_of(proj_g), b_of(proj_g), s.up(alog), s.up(dtb), round, g_g, beta_g);
+    const std::string what =
+        std::string("gates on projection slices, beta via ") + dtype_name(round);
+    expect_close(s, g, g_g, 1e-5, 0, what + ": g");
+    // bf16: CPU and CUDA sigmoids a few f32 ulps apart can round to neighbouring bf16s.
+    expect_close(s, beta, beta_g, round == DType::kF32 ? 1e-6 : kBf16Rel, 0, what + ": beta");
+  }
+
+  Tensor o = randn({T, hv, dv}, DType::kBF16, 1.0, 523), nw = randn({dv}, DType::kBF16, 1.0, 524);
+  Tensor y = Tensor::empty({T, hv, dv}, DType::kBF16);
+  Tensor y_g = poisoned_gpu(s, {T, hv, dv}, DType::kBF16);
+  gated_rms_norm(s.cpu, o, z_of(proj), nw, 1e-6f, y);
+  gated_rms_norm(s.gpu, s.up(o), z_of(proj_g), s.up(nw), 1e-6f, y_g);
+  expect_close(s, y, y_g, cudatest::kBf16ChainRel, 1e-6, "gated rms norm, z heads of a slice");
+
+  // l2_normalize of q and k in one call: a two-level view in, f32 [T, 2 Hk, Dk] out; and
+  // a two-level out (the heads written back into a wider buffer's columns).
+  Tensor act = randn({T, cd}, DType::kBF16, 1.0, 525), act_g = s.up(act);
+  const auto qk_of = [&](const Tensor& t) {
+    return t.slice(1, 0, 2 * hk * dk).reshape({T, 2 * hk, dk});
+  };
+  Tensor qk = Tensor::empty({T, 2 * hk, dk}, DType::kF32);
+  Tensor qk_g = poisoned_gpu(s, {T, 2 * hk, dk}, DType::kF32);
+  l2_normalize(s.cpu, qk_of(act), 1e-6f, qk);
+  l2_normalize(s.gpu, qk_of(act_g), 1e-6f, qk_g);
+  expect_close(s, qk, qk_g, 1e-5, 1e-6, "l2_normalize q and k heads in one call");
+  Tensor wide = Tensor::empty({T, cd}, DType::kF32);
+  Tensor wide_g = poisoned_gpu(s, {T, cd}, DType::kF32);
+  Tensor qk_out = qk_of(wide), qk_out_g = qk_of(wide_g);
+  l2_normalize(s.cpu, qk_of(act), 1e-6f, qk_out);
+  l2_normalize(s.gpu, qk_of(act_g), 1e-6f, qk_out_g);
+  expect_close(s, qk_out, contiguous(s.gpu, qk_out_g), 1e-5, 1e-6, "l2_normalize two-level out");
+
+  // The delta rule on the layer's layout: q and k head slices of the one normalised
+  // [T, 2 Hk, Dk] tensor, v the heads of the conv output's last columns; both forms.
+  const std::vector<int32_t> qsl{0, 1, 20, 37}, slot{2, 0, 1};
+  const auto v_of = [&](const Tensor& t) {
+    return t.slice(1, 2 * hk * dk, cd).reshape({T, hv, dv});
+  };
+  Tensor beta = uniform({T, hv}, 0.05f, 0.95f, 526), g = uniform({T, hv}, -0.7f, -0.01f, 527);
+  Tensor qk_up = s.up(qk);
+  const float scale = 1.0f / std::sqrt(float(dk));
+  for (bool chunked : {false, true}) {
+    Tensor st = randn({3, hv, dk, dv}, DType::kF32, 0.5, 528), st_g = s.up(st);
+    Tensor out = Tensor::empty({T, hv, dv}, DType::kBF16);
+    Tensor out_g = poisoned_gpu(s, {T, hv, dv}, DType::kBF16);
+    const auto run = [&](Stream& st_s, const Tensor& qk_t, const Tensor& act_t, const Tensor& gg,
+                         const Tensor& bb, Tensor& state, Tensor& res) {
+      const Tensor q = qk_t.slice(1, 0, hk), k = qk_t.slice(1, hk, 2 * hk);
+      if (chunked)
+        gated_delta_rule_chunked(st_s, q, k, v_of(act_t), gg, bb, scale, i32(qsl), state,
+                                 i32(slot), res);
+      else
+        gated_delta_rule_recurrent(st_s, q, k, v_of(act_t), gg, bb, scale, i32(qsl), state,
+                                   i32(slot), res);
+    };
+    run(s.cpu, qk, act, g, beta, st, out);
+    run(s.gpu, qk_up, act_g, s.up(g), s.up(beta), st_g, out_g);
+    const std::string form = chunked ? "chunked" : "recurrent";
+    expect_close(s, out, out_g, kBf16Rel, 1e-4, form + " out, q/k/v strided as the layer's");
+    expect_close(s, st, st_g, 1e-4, 1e-4, form + " state, q/k/v strided as the layer's");
+  }
 }
 
 void delta_case(Streams& s, int64_t hk, int64_t hv, bool chunked, DType io, uint64_t seed,

@@ -75,6 +75,44 @@ TEST(CudaElementwise, MatchCpuAtModelSizes) {
   expect_close(s, qc, qg, 1e-5, 1e-6, "l2_normalize f32 head slice");
 }
 
+// Rows of two strides (vt/ops/args.h): [T, H, D] per-head views of column slices of
+// wider [T, W] tensors as inputs and outputs of the elementwise ops; untouched columns
+// compared too (the whole wide buffers are compared).
+TEST(CudaElementwise, TwoLevelRowsMatchCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t T = 21, H = 8, D = 96, W = 2 * H * D + 40;
+  const auto heads = [&](const Tensor& t, int64_t off, int64_t d) {
+    return t.slice(1, off, off + H * d).reshape({T, H, d});
+  };
+  Tensor x = randn({T, W}, DType::kBF16, 2.0, 30), xg = s.up(x);
+  Tensor out = randn({T, W}, DType::kBF16, 1.0, 31), out_g = s.up(out);
+  // silu_and_mul: x heads [T, H, 2D] at column 40, out heads [T, H, D] at column 24.
+  Tensor oc = heads(out, 24, D), og = heads(out_g, 24, D);
+  silu_and_mul(s.cpu, heads(x, 40, 2 * D), oc);
+  silu_and_mul(s.gpu, heads(xg, 40, 2 * D), og);
+  expect_close(s, out, out_g, cudatest::kBf16ChainRel, 0, "silu_and_mul two-level in and out");
+  // sigmoid in place on a two-level view.
+  Tensor sc = heads(x, 8, D), sg = heads(xg, 8, D);
+  sigmoid(s.cpu, sc, sc);
+  sigmoid(s.gpu, sg, sg);
+  expect_close(s, x, xg, kBf16Rel, 0, "sigmoid in place on a two-level view");
+  // add and mul: a two-level, b contiguous, out two-level.
+  Tensor b = randn({T, H, D}, DType::kF32, 1.0, 32), bg = s.up(b);
+  for (bool is_add : {true, false}) {
+    Tensor ac = heads(x, 16, D), ag = heads(xg, 16, D);
+    Tensor rc = heads(out, 800, D), rg = heads(out_g, 800, D);
+    if (is_add) {
+      add(s.cpu, ac, b, rc);
+      add(s.gpu, ag, bg, rg);
+    } else {
+      mul(s.cpu, ac, b, rc);
+      mul(s.gpu, ag, bg, rg);
+    }
+    expect_close(s, out, out_g, kBf16Rel, 0, is_add ? "add two-level" : "mul two-level");
+  }
+}
+
 TEST(CudaCopy, StridedConversionsAndFill) {
   VT_REQUIRE_GPU();
   Streams s;

@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "vt/ops/copy.h"
 #include "vt/ops/gdn.h"
+#include "vt/ops/gemm.h"
+#include "vt/ops/norm.h"
 
 namespace vt {
 namespace {
@@ -184,7 +188,7 @@ TEST(GdnGates, MatchDoubleReference) {
   Tensor alog = random_tensor({hv}, rng, -3, 1), dt = random_tensor({hv}, rng, -1, 1);
   Tensor g = poisoned({T, hv}), beta = poisoned({T, hv});
   Stream s;
-  gdn_gates(s, a, b, alog, dt, g, beta);
+  gdn_gates(s, a, b, alog, dt, DType::kF32, g, beta);
   std::vector<double> rg, rb;
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < hv; ++h) {
@@ -195,6 +199,114 @@ TEST(GdnGates, MatchDoubleReference) {
     }
   EXPECT_LT(max_abs_diff(g, rg), 1e-4);  // |g| up to ~80: f32 relative ~1e-6
   EXPECT_LT(max_abs_diff(beta, rb), 1e-6);
+}
+
+TEST(GdnGates, BetaRoundsThroughTheGivenDtypeAsTheOldCopies) {
+  // The layer used to round beta with two copies (f32 -> bf16 -> f32); the op's
+  // beta_round must give the same bits, and g must not change. a and b are column slices
+  // of one wider tensor, as the fused projection's.
+  std::mt19937 rng(6);
+  const int64_t T = 9, hv = 7, W = 2 * hv + 3;
+  Tensor proj = random_tensor({T, W}, rng, -6, 6);
+  Tensor alog = random_tensor({hv}, rng, -3, 1), dt = random_tensor({hv}, rng, -1, 1);
+  const Tensor b = proj.slice(1, 1, 1 + hv), a = proj.slice(1, 1 + hv, 1 + 2 * hv);
+  Stream s;
+  Tensor g0 = poisoned({T, hv}), beta0 = poisoned({T, hv});
+  gdn_gates(s, a, b, alog, dt, DType::kF32, g0, beta0);
+  for (DType round : {DType::kBF16, DType::kF16}) {
+    Tensor narrow = Tensor::empty({T, hv}, round), want = Tensor::empty({T, hv}, DType::kF32);
+    copy(s, beta0, narrow);
+    copy(s, narrow, want);
+    Tensor g = poisoned({T, hv}), beta = poisoned({T, hv});
+    gdn_gates(s, a, b, alog, dt, round, g, beta);
+    for (int64_t i = 0; i < T * hv; ++i) {
+      EXPECT_EQ(g.data<float>()[i], g0.data<float>()[i]) << i;
+      EXPECT_EQ(beta.data<float>()[i], want.data<float>()[i]) << dtype_name(round) << " " << i;
+    }
+    // Rounding moved some values (the check can fail).
+    int moved = 0;
+    for (int64_t i = 0; i < T * hv; ++i) moved += beta.data<float>()[i] != beta0.data<float>()[i];
+    EXPECT_GT(moved, T * hv / 2) << dtype_name(round);
+  }
+  Tensor g = poisoned({T, hv}), beta = poisoned({T, hv});
+  EXPECT_THROW(gdn_gates(s, a, b, alog, dt, DType::kI32, g, beta), vtllm::Error);
+}
+
+// The GDN layer's fused layout (models/layers/gdn.cpp) against the ops it replaced, on
+// the CPU: one linear over the stacked in_proj weights read through column slices, one
+// l2_normalize over the [T, 2 Hk, Dk] view, gdn_gates rounding beta, and the gated norm
+// reading z per head from the slice, versus four linears, 2 Hk per-head l2_normalize
+// calls, the gates plus two copies, and a contiguous z. Every value must be the same bits.
+TEST(GdnLayerLayout, FusedOpsGiveTheSameBitsAsSeparateOnes) {
+  Stream s;
+  const int64_t T = 5, H = 48, hk = 2, hv = 4, dk = 16, dv = 16;
+  const int64_t kd = hk * dk, cd = 2 * kd + hv * dv, vd = hv * dv, width = cd + vd + 2 * hv;
+  std::mt19937 rng(21);
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const auto rnd = [&](const Shape& shape, float lo, float hi) {
+      Tensor t = Tensor::empty(shape, dt);
+      copy(s, random_tensor(shape, rng, lo, hi), t);
+      return t;
+    };
+    Tensor x = rnd({T, H}, -2, 2), w_qkv = rnd({cd, H}, -0.3f, 0.3f), w_z = rnd({vd, H}, -0.3f, 0.3f);
+    Tensor w_b = rnd({hv, H}, -0.3f, 0.3f), w_a = rnd({hv, H}, -0.3f, 0.3f);
+    Tensor alog = rnd({hv}, -2, 1), dtb = rnd({hv}, -1, 1), nw = rnd({dv}, 0.5f, 1.5f);
+    Tensor stacked = Tensor::empty({width, H}, dt);
+    int64_t row = 0;
+    for (const Tensor* p : {&w_qkv, &w_z, &w_b, &w_a}) {
+      Tensor rows = stacked.slice(0, row, row + p->size(0));
+      copy(s, *p, rows);
+      row += p->size(0);
+    }
+    // Separate: today's ops before the fusion.
+    Tensor mixed = Tensor::empty({T, cd}, dt), z = Tensor::empty({T, vd}, dt);
+    Tensor bl = Tensor::empty({T, hv}, dt), al = Tensor::empty({T, hv}, dt);
+    linear(s, x, w_qkv, mixed);
+    linear(s, x, w_z, z);
+    linear(s, x, w_b, bl);
+    linear(s, x, w_a, al);
+    Tensor q0 = Tensor::empty({T, hk, dk}, DType::kF32), k0 = Tensor::empty({T, hk, dk}, DType::kF32);
+    for (int64_t h = 0; h < hk; ++h) {
+      Tensor qh = q0.select(1, h), kh = k0.select(1, h);
+      l2_normalize(s, mixed.slice(1, h * dk, (h + 1) * dk), 1e-6f, qh);
+      l2_normalize(s, mixed.slice(1, kd + h * dk, kd + (h + 1) * dk), 1e-6f, kh);
+    }
+    Tensor g0 = poisoned({T, hv}), beta0 = poisoned({T, hv});
+    gdn_gates(s, al, bl, alog, dtb, DType::kF32, g0, beta0);
+    if (dt != DType::kF32) {
+      Tensor narrow = Tensor::empty({T, hv}, dt);
+      copy(s, beta0, narrow);
+      copy(s, narrow, beta0);
+    }
+    Tensor o = rnd({T, hv, dv}, -2, 2), y0 = Tensor::empty({T, hv, dv}, dt);
+    gated_rms_norm(s, o, z.view({T, hv, dv}), nw, 1e-6f, y0);
+    // Fused.
+    Tensor proj = Tensor::empty({T, width}, dt);
+    linear(s, x, stacked, proj);
+    Tensor qk = Tensor::empty({T, 2 * hk, dk}, DType::kF32);
+    l2_normalize(s, proj.slice(1, 0, 2 * kd).reshape({T, 2 * hk, dk}), 1e-6f, qk);
+    Tensor g1 = poisoned({T, hv}), beta1 = poisoned({T, hv});
+    gdn_gates(s, proj.slice(1, cd + vd + hv, width), proj.slice(1, cd + vd, cd + vd + hv), alog,
+              dtb, dt, g1, beta1);
+    Tensor y1 = Tensor::empty({T, hv, dv}, dt);
+    gated_rms_norm(s, o, proj.slice(1, cd, cd + vd).reshape({T, hv, dv}), nw, 1e-6f, y1);
+
+    const auto same = [&](const Tensor& a, const Tensor& b, const char* what) {
+      Tensor ca = contiguous(s, a), cb = contiguous(s, b);
+      ASSERT_EQ(ca.shape(), cb.shape()) << what;
+      EXPECT_EQ(std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()), 0)
+          << what << " (" << dtype_name(dt) << ")";
+    };
+    same(mixed, proj.slice(1, 0, cd), "mixed");
+    same(z, proj.slice(1, cd, cd + vd), "z");
+    same(bl, proj.slice(1, cd + vd, cd + vd + hv), "b");
+    same(al, proj.slice(1, cd + vd + hv, width), "a");
+    same(q0, qk.slice(1, 0, hk), "q");
+    same(k0, qk.slice(1, hk, 2 * hk), "k");
+    same(g0, g1, "g");
+    same(beta0, beta1, "beta");
+    same(y0, y1, "gated norm");
+  }
 }
 
 TEST(GatedRmsNorm, MatchesDoubleReference) {

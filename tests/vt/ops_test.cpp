@@ -49,6 +49,12 @@ TEST_P(CpuOps, EmbeddingRopeArgmaxMatchReference) {
   check::check_argmax(h);
   expect_all_pass(h.results());
 }
+TEST_P(CpuOps, GdnGatesAndGatedNormMatchDoubleReference) {
+  Stream s(Device::cpu());
+  check::Harness h(s, uint64_t(GetParam()));
+  check::check_gdn(h);
+  expect_all_pass(h.results());
+}
 INSTANTIATE_TEST_SUITE_P(Seeds, CpuOps, ::testing::Values(1, 2, 3));
 
 TEST(CpuOps, SingleThreadedGemmMatchesPooled) {

@@ -25,10 +25,24 @@ GatedDeltaNet::GatedDeltaNet(const io::LinearAttentionConfig& d, int64_t hidden,
                              WeightStore& w, const std::string& prefix)
     : d_(d), hidden_(hidden), eps_(eps) {
   const int64_t hv = d.num_value_heads, K = d.conv_kernel_dim;
-  in_proj_qkv_ = w.take(prefix + "in_proj_qkv.weight", {d.conv_dim(), hidden});
-  in_proj_z_ = w.take(prefix + "in_proj_z.weight", {d.value_dim(), hidden});
-  in_proj_b_ = w.take(prefix + "in_proj_b.weight", {hv, hidden});
-  in_proj_a_ = w.take(prefix + "in_proj_a.weight", {hv, hidden});
+  vt::Stream& s = w.stream();
+  const vt::Tensor parts[] = {w.take(prefix + "in_proj_qkv.weight", {d.conv_dim(), hidden}),
+                              w.take(prefix + "in_proj_z.weight", {d.value_dim(), hidden}),
+                              w.take(prefix + "in_proj_b.weight", {hv, hidden}),
+                              w.take(prefix + "in_proj_a.weight", {hv, hidden})};
+  for (const vt::Tensor& p : parts)
+    VT_CHECK(p.dtype() == parts[0].dtype(), prefix, "in_proj_qkv is ", parts[0].str(),
+             " but another input projection is ", p.str());
+  // Stacked on the weights' device in their dtype (as SwiGluMlp's gate_up): one linear
+  // per step instead of four; the originals are freed on return.
+  in_proj_ = vt::Tensor::empty({in_proj_rows(), hidden}, parts[0].dtype(), w.device());
+  int64_t row = 0;
+  for (const vt::Tensor& p : parts) {
+    vt::Tensor rows = in_proj_.slice(0, row, row + p.size(0));
+    vt::copy(s, p, rows);
+    row += p.size(0);
+  }
+  s.synchronize();  // the copies read the originals, which die next
   conv_w_ = w.take(prefix + "conv1d.weight", {d.conv_dim(), 1, K}).view({d.conv_dim(), K});
   a_log_ = w.take(prefix + "A_log", {hv});
   dt_bias_ = w.take(prefix + "dt_bias", {hv});
@@ -58,37 +72,32 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
   // oracle's, qwen3_5.md §8); q/k after l2norm, the gates and the state stay f32 (§8.4-8.6).
   const vt::DType dt = x.dtype(), f32 = vt::DType::kF32;
   const vt::Device dev = x.device();
-  vt::Tensor mixed = vt::Tensor::empty({T, d_.conv_dim()}, dt, dev);
-  vt::Tensor z = vt::Tensor::empty({T, d_.value_dim()}, dt, dev);
-  vt::Tensor bl = vt::Tensor::empty({T, hv}, dt, dev), al = vt::Tensor::empty({T, hv}, dt, dev);
-  vt::linear(s, x, in_proj_qkv_, mixed);
-  vt::linear(s, x, in_proj_z_, z);
-  vt::linear(s, x, in_proj_b_, bl);
-  vt::linear(s, x, in_proj_a_, al);
+  // The four projections in one: column slices mixed (q ‖ k ‖ v) | z | b | a.
+  const int64_t cd = d_.conv_dim(), vd = d_.value_dim(), width = in_proj_rows();
+  vt::Tensor proj = vt::Tensor::empty({T, width}, dt, dev);
+  vt::linear(s, x, in_proj_, proj);
+  const vt::Tensor mixed = proj.slice(1, 0, cd);
+  const vt::Tensor z = proj.slice(1, cd, cd + vd).reshape({T, hv, dv});
+  const vt::Tensor bl = proj.slice(1, cd + vd, cd + vd + hv);
+  const vt::Tensor al = proj.slice(1, cd + vd + hv, width);
 
   for (int32_t slot : in.new_state_slots) {
     zero_slot(s, state.conv, slot);
     zero_slot(s, state.recurrent, slot);
   }
 
-  vt::Tensor act = vt::Tensor::empty({T, d_.conv_dim()}, dt, dev);
+  vt::Tensor act = vt::Tensor::empty({T, cd}, dt, dev);
   vt::causal_conv1d_silu(s, mixed, conv_w_, in.query_start_loc, state.conv, in.state_slots, act);
-  vt::Tensor q = vt::Tensor::empty({T, hk, dk}, f32, dev);
-  vt::Tensor k = vt::Tensor::empty({T, hk, dk}, f32, dev);
-  for (int64_t h = 0; h < hk; ++h) {  // per head: act's rows do not collapse across heads
-    vt::Tensor qh = q.select(1, h), kh = k.select(1, h);
-    vt::l2_normalize(s, act.slice(1, h * dk, (h + 1) * dk), 1e-6f, qh);
-    vt::l2_normalize(s, act.slice(1, kd + h * dk, kd + (h + 1) * dk), 1e-6f, kh);
-  }
-  const vt::Tensor v = act.slice(1, 2 * kd, d_.conv_dim()).reshape({T, hv, dv});
+  // q ‖ k: the 2 Hk heads of act's first 2 key_dim columns (a [T, 2 Hk, Dk] view of two
+  // row strides), normalised in one launch; q and k are head slices of the result.
+  vt::Tensor qk = vt::Tensor::empty({T, 2 * hk, dk}, f32, dev);
+  vt::l2_normalize(s, act.slice(1, 0, 2 * kd).reshape({T, 2 * hk, dk}), 1e-6f, qk);
+  const vt::Tensor q = qk.slice(1, 0, hk), k = qk.slice(1, hk, 2 * hk);
+  const vt::Tensor v = act.slice(1, 2 * kd, cd).reshape({T, hv, dv});
 
+  // beta rounds through the activation dtype: the oracle's bf16 sigmoid(b) (§8.4).
   vt::Tensor g = vt::Tensor::empty({T, hv}, f32, dev), beta = vt::Tensor::empty({T, hv}, f32, dev);
-  vt::gdn_gates(s, al, bl, a_log_, dt_bias_, g, beta);
-  if (dt != f32) {  // the oracle rounds sigmoid(b) to bf16 before using it in f32 (§8.4)
-    vt::Tensor narrow = vt::Tensor::empty({T, hv}, dt, dev);
-    vt::copy(s, beta, narrow);
-    vt::copy(s, narrow, beta);
-  }
+  vt::gdn_gates(s, al, bl, a_log_, dt_bias_, dt, g, beta);
   vt::Tensor o = vt::Tensor::empty({T, hv, dv}, dt, dev);
   const float scale = 1.0f / std::sqrt(float(dk));
   if (in.decode_only)
@@ -101,7 +110,7 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
         in.host_query_start_loc.defined() ? in.host_query_start_loc : in.query_start_loc,
         state.recurrent, in.host_state_slots.defined() ? in.host_state_slots : in.state_slots, o);
   vt::Tensor y = vt::Tensor::empty({T, hv, dv}, dt, dev);
-  vt::gated_rms_norm(s, o, z.view({T, hv, dv}), norm_, eps_, y);
+  vt::gated_rms_norm(s, o, z, norm_, eps_, y);
   vt::linear(s, y.view({T, hv * dv}), out_proj_, out);
 }
 

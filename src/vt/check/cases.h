@@ -11,6 +11,7 @@ void check_gemm(Harness& h);
 void check_embedding(Harness& h);
 void check_rope(Harness& h);
 void check_argmax(Harness& h);
+void check_gdn(Harness& h);
 
 // "bf16[7, 129]"
 std::string desc(const Tensor& t);

@@ -10,6 +10,57 @@ namespace vt::check {
 
 std::string desc(const Tensor& t) { return std::string(dtype_name(t.dtype())) + shape_str(t.shape()); }
 
+namespace {
+
+void check_norms_two_level(Harness& h) {
+  // Rows of two strides: [T, H, D] per-head views of a column slice of a [T, W]
+  // projection (strides W, D, 1), as the GDN layer normalises all q and k heads at once.
+  const int64_t T = 5, H = 3, D = 24, W = 101, off = 7;
+  const auto at = [&](const std::vector<double>& wide, int64_t t, int64_t hh, int64_t i) {
+    return wide[size_t(t * W + off + hh * D + i)];
+  };
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    std::string cfg = "x " + std::string(dtype_name(dt)) +
+                      "[5, 3, 24] heads of a column slice of [5, 101] -> f32";
+    h.run("l2_normalize", cfg, /*cuda_arm=*/true, [&] {
+      auto wide = h.random({T, W}, dt, 3.0);
+      Tensor x = wide.t.slice(1, off, off + H * D).reshape({T, H, D});
+      Tensor out = h.poisoned({T, H, D}, DType::kF32);
+      l2_normalize(h.stream(), x, 1e-6f, out);
+      std::vector<double> ref;
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t hh = 0; hh < H; ++hh) {
+          double ss = 0;
+          for (int64_t i = 0; i < D; ++i) ss += at(wide.vals, t, hh, i) * at(wide.vals, t, hh, i);
+          for (int64_t i = 0; i < D; ++i)
+            ref.push_back(at(wide.vals, t, hh, i) / std::sqrt(ss + 1e-6));
+        }
+      h.compare("l2_normalize", cfg, out, ref, tolerance(DType::kF32));
+    });
+  }
+  const std::string cfg = "1+w x bf16[5, 3, 24] heads of a column slice -> f32 heads of one";
+  h.run("rms_norm", cfg, /*cuda_arm=*/true, [&] {
+    auto wide = h.random({T, W}, DType::kBF16, 2.0);
+    auto w = h.random({D}, DType::kF32, 0.5);
+    Tensor x = wide.t.slice(1, off, off + H * D).reshape({T, H, D});
+    Tensor out_wide = h.poisoned({T, W}, DType::kF32);
+    Tensor out = out_wide.slice(1, off, off + H * D).reshape({T, H, D});
+    rms_norm(h.stream(), x, w.t, 1e-6f, RmsNormKind::kOnePlus, out);
+    std::vector<double> ref;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t hh = 0; hh < H; ++hh) {
+        double ss = 0;
+        for (int64_t i = 0; i < D; ++i) ss += at(wide.vals, t, hh, i) * at(wide.vals, t, hh, i);
+        const double inv = 1.0 / std::sqrt(ss / double(D) + 1e-6);
+        for (int64_t i = 0; i < D; ++i)
+          ref.push_back(at(wide.vals, t, hh, i) * inv * (1.0 + w.vals[size_t(i)]));
+      }
+    h.compare("rms_norm", cfg, out, ref, tolerance(DType::kF32));
+  });
+}
+
+}  // namespace
+
 void check_norms(Harness& h) {
   struct Case {
     int64_t rows, cols, pad;  // pad > 0: x is a column slice of a wider tensor (strided rows)
@@ -75,6 +126,7 @@ void check_norms(Harness& h) {
       h.compare("l2_normalize", cfg, out, ref, tolerance(dt));
     });
   }
+  check_norms_two_level(h);
 }
 
 void check_activations(Harness& h) {
@@ -128,6 +180,50 @@ void check_activations(Harness& h) {
         }
       }
       h.compare("softmax", cfg, out, ref, tolerance(DType::kF32), mag);
+    });
+  }
+  {
+    // Two-level rows: x and out [T, H, 2I] / [T, H, I] per-head views of column slices.
+    const int64_t T = 4, H = 3, I = 19, W = 2 * H * I + 5, WO = H * I + 3;
+    const std::string cfg = "x bf16[4, 3, 38] heads of a column slice -> bf16 heads of one";
+    h.run("silu_and_mul", cfg, /*cuda_arm=*/true, [&] {
+      auto wide = h.random({T, W}, DType::kBF16, 3.0);
+      Tensor x = wide.t.slice(1, 5, W).reshape({T, H, 2 * I});
+      Tensor out_wide = h.poisoned({T, WO}, DType::kBF16);
+      Tensor out = out_wide.slice(1, 3, WO).reshape({T, H, I});
+      silu_and_mul(h.stream(), x, out);
+      std::vector<double> ref;
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t hh = 0; hh < H; ++hh)
+          for (int64_t i = 0; i < I; ++i) {
+            const double* row = wide.vals.data() + t * W + 5 + hh * 2 * I;
+            ref.push_back(round_as(row[i] / (1.0 + std::exp(-row[i])), DType::kBF16) * row[I + i]);
+          }
+      h.compare("silu_and_mul", cfg, out, ref, tolerance(DType::kBF16));
+    });
+  }
+  for (bool is_add : {true, false}) {
+    // a two-level ([T, H, D] heads of a column slice), b contiguous, out one level.
+    const int64_t T = 4, H = 5, D = 8, W = H * D + 9;
+    const std::string cfg = "a f32[4, 5, 8] heads of a column slice, b bf16 -> f32";
+    h.run(is_add ? "add" : "mul", cfg, /*cuda_arm=*/true, [&] {
+      auto wide = h.random({T, W}, DType::kF32);
+      auto b = h.random({T, H, D}, DType::kBF16);
+      Tensor a = wide.t.slice(1, 9, W).reshape({T, H, D});
+      Tensor out = h.poisoned({T, H, D}, DType::kF32);
+      if (is_add) {
+        add(h.stream(), a, b.t, out);
+      } else {
+        mul(h.stream(), a, b.t, out);
+      }
+      std::vector<double> ref, mag;
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t i = 0; i < H * D; ++i) {
+          const double av = wide.vals[size_t(t * W + 9 + i)], bv = b.vals[size_t(t * H * D + i)];
+          ref.push_back(is_add ? av + bv : av * bv);
+          mag.push_back(is_add ? std::fabs(av) + std::fabs(bv) : std::fabs(av * bv));
+        }
+      h.compare(is_add ? "add" : "mul", cfg, out, ref, tolerance(DType::kF32), mag);
     });
   }
   for (bool is_add : {true, false}) {

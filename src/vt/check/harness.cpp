@@ -42,8 +42,10 @@ Tensor Harness::poisoned(const Shape& shape, DType dtype) {
 }
 
 std::vector<double> Harness::read(const Tensor& t) {
-  // CUDA copies need contiguous tensors: a CUDA output is compared as written.
-  Tensor host = contiguous(cpu_, t.device().is_cpu() ? t : to_device(s_, t, Device::cpu()));
+  // Host-device copies need contiguous tensors: a strided CUDA view is gathered on the
+  // device first.
+  Tensor host =
+      t.device().is_cpu() ? contiguous(cpu_, t) : to_device(s_, contiguous(s_, t), Device::cpu());
   std::vector<double> out(size_t(host.numel()));
   if (is_floating(host.dtype())) {
     Tensor f = to_dtype(cpu_, host, DType::kF32);

@@ -10,6 +10,7 @@ std::vector<Result> run_all(Stream& s, uint64_t seed) {
   check_embedding(h);
   check_rope(h);
   check_argmax(h);
+  check_gdn(h);
   return h.results();
 }
 

@@ -87,7 +87,7 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varle
 }
 
 void gdn_gates(Stream& s, const Rows& ar, const Rows& br, const Tensor& A_log, const Tensor& dt_bias,
-               const Tensor& g, const Tensor& beta) {
+               DType beta_round, const Tensor& g, const Tensor& beta) {
   const int64_t T = ar.rows, hv = ar.cols;
   std::vector<float> neg_a(static_cast<size_t>(hv)), bias(static_cast<size_t>(hv));
   load_row(A_log.data_ptr(), A_log.dtype(), hv, neg_a.data());
@@ -100,7 +100,9 @@ void gdn_gates(Stream& s, const Rows& ar, const Rows& br, const Tensor& A_log, c
       load_row(br.row(t), br.dtype, hv, bv.data());
       for (int64_t h = 0; h < hv; ++h) {
         g.data<float>()[t * hv + h] = neg_a[size_t(h)] * softplus(av[size_t(h)] + bias[size_t(h)]);
-        beta.data<float>()[t * hv + h] = 1.0f / (1.0f + std::exp(-bv[size_t(h)]));
+        // sigmoid(b) rounds to beta_round (the oracle's bf16 beta, qwen3_5.md §8.4).
+        beta.data<float>()[t * hv + h] =
+            round_to(1.0f / (1.0f + std::exp(-bv[size_t(h)])), beta_round);
       }
     }
   });

@@ -133,16 +133,15 @@ void linear(Stream& s, const Rows& x, const Rows& w, const Tensor& bias, const R
   if (m == 0 || n == 0) return;
   // x widened once (it is small next to w); f32 x is used in place.
   std::vector<float> xbuf;
-  const float* xf = static_cast<const float*>(x.data);
-  int64_t x_stride = x.row_stride;
   if (x.dtype != DType::kF32) {
     xbuf.resize(size_t(m * k));
     s.parallel_for(m, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) widen(x.row(r), x.dtype, k, xbuf.data() + r * k);
     });
-    xf = xbuf.data();
-    x_stride = k;
   }
+  const auto x_row = [&](int64_t r) {
+    return xbuf.empty() ? static_cast<const float*>(x.row(r)) : xbuf.data() + r * k;
+  };
   std::vector<float> bf;
   if (bias.defined()) {
     bf.resize(size_t(n));
@@ -168,7 +167,7 @@ void linear(Stream& s, const Rows& x, const Rows& w, const Tensor& bias, const R
       for (int64_t i = m0; i < m1; i += kMR) {
         const int mr = int(std::min<int64_t>(kMR, m1 - i));
         const float* xrow[kMR];
-        for (int a = 0; a < mr; ++a) xrow[a] = xf + (i + a) * x_stride;
+        for (int a = 0; a < mr; ++a) xrow[a] = x_row(i + a);
         for (int64_t j = n0; j < n1; j += kNR) {
           const int nr = int(std::min<int64_t>(kNR, n1 - j));
           float res[kMR * kNR];

@@ -13,10 +13,43 @@
 #include <cstdint>
 
 #include "vt/dtype.h"
+#include "vt/ops/args.h"
 
 namespace vt::cuda {
 
 inline constexpr int kWarp = 32;
+
+// vt::Rows (vt/ops/args.h) on the device: row r's address by the same one- or two-level
+// rule as Rows::offset, strides in bytes. Kernels that take [rows, cols] views address
+// rows only through row(); rows_ref() makes one from the op's validated Rows.
+struct RowsRef {
+  char* data;
+  DType dtype;
+  bool two_level;      // Rows::one_level() negated
+  int64_t inner_rows;  // rows per outer index (two-level form)
+  int64_t row_bytes, outer_bytes;
+  __host__ __device__ __forceinline__ char* row(int64_t r) const {
+    return data + (two_level ? (r / inner_rows) * outer_bytes + (r % inner_rows) * row_bytes
+                             : r * row_bytes);
+  }
+};
+
+inline RowsRef rows_ref(const Rows& r) {
+  const int64_t e = int64_t(dtype_size(r.dtype));
+  RowsRef ref;
+  ref.data = static_cast<char*>(r.data);
+  ref.dtype = r.dtype;
+  ref.two_level = !r.one_level();
+  ref.inner_rows = r.inner_rows;
+  ref.row_bytes = r.row_stride * e;
+  ref.outer_bytes = r.outer_stride * e;
+  return ref;
+}
+
+// One row seen at every r (row_bytes 0): the bias of linear's epilogue.
+inline RowsRef broadcast_row(const void* data, DType dtype) {
+  return {static_cast<char*>(const_cast<void*>(data)), dtype, false, 1, 0, 0};
+}
 
 __device__ __forceinline__ float load_f32(const void* p, DType dt, int64_t i) {
   if (dt == DType::kF32) return static_cast<const float*>(p)[i];

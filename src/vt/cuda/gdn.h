@@ -39,7 +39,7 @@ namespace vt::cuda {
 void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varlen& req,
                         const Tensor& conv_state, const Tensor& out);
 void gdn_gates(Stream& s, const Rows& a, const Rows& b, const Tensor& A_log, const Tensor& dt_bias,
-               const Tensor& g, const Tensor& beta);
+               DType beta_round, const Tensor& g, const Tensor& beta);
 void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
                       const Tensor& state, const Tensor& out);

@@ -22,8 +22,8 @@ void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, con
 enum class SkinnyMode { kOff, kOn, kAuto };
 SkinnyMode skinny_mode();
 
-// The shipped rule: skinny for M <= kSkinnyMaxM, any N and K, launched with PDL
-// (skinny_pdl_enabled). Why 16: decode is weight streaming. At M <= 16 one m16n8k16
+// The shipped rule: skinny for M <= kSkinnyMaxM, any N and K, launched with PDL in
+// CUDA graphs (SkinnyPdl below). Why 16: decode is weight streaming. At M <= 16 one m16n8k16
 // mma pair per 16 weight rows covers every activation row and the [M, K] activations
 // cost at most half the weight bytes in L2 reads; above 16 cuBLASLt's tiled kernels
 // catch up. Measured alone (L2 cold, no neighbours) the skinny kernel wins only on
@@ -57,8 +57,13 @@ bool skinny_supports(const Tensor& x, const Tensor& w, const Tensor& out);
 // whose previous operation is not a kernel) the wait is an ordinary stream dependency.
 // Captured into CUDA graphs as a programmatic edge. The contract this adds: w must not
 // be written by the kernel launched immediately before on the stream (weights are
-// read before the wait); x, bias and out follow the usual stream order.
-//   kDefault  VTLLM_GEMM_PDL (read once in gemm/linear.cu): 1 (unset) = kRingL2, 0 = kOff
+// read before the wait); x, bias and out follow the usual stream order. That holds for
+// the model's projections (weights written at load) but not for every caller: vt::matmul
+// transposes b into a temporary and passes it as w right after, so linear() uses PDL
+// only inside a CUDA-graph capture (the engine's decode graphs, whose linears are the
+// model's projections) and launches plainly when eager.
+//   kDefault  VTLLM_GEMM_PDL (read once in gemm/linear.cu): 1 (unset) = kRingL2 while
+//             the stream is capturing, kOff when eager; 0 = kOff
 //   kOff      a plain launch (the kernel before this option existed)
 //   kRing     PDL, the ring's weights issued before the wait
 //   kRingL2   PDL, the ring plus an L2 prefetch of one more ring depth of weights

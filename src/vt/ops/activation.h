@@ -1,8 +1,8 @@
 // Activations, softmax and elementwise arithmetic.
 //
 // Layout: every tensor is seen as [rows, D] (the last dim stride 1, the leading
-// dims collapsing to one row stride, see vt/ops/norm.h); out may alias an input
-// exactly (in place), never partially.
+// dims collapsing to one or two row strides, see vt/ops/norm.h); out may alias an
+// input exactly (in place), never partially.
 // Dtypes: inputs and outputs in {f32, bf16, f16}, mixed freely.
 // Numerics: f32 compute, one rounding at the output, except silu_and_mul with a narrow
 // out (bf16/f16): silu(g) = g / (1 + exp(-g)) rounds to out's dtype before the product

@@ -1,5 +1,8 @@
 #include "vt/ops/args.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace vt {
 
 Rows rows_view(const Tensor& t, const char* op, const char* name) {
@@ -12,19 +15,40 @@ Rows rows_view(const Tensor& t, const char* op, const char* name) {
   VT_CHECK(t.stride(-1) == 1 || r.cols == 1, op, ": ", name, " ", t.str(),
            " needs its last dim contiguous (stride ", t.stride(-1), ")");
   r.rows = 1;
+  for (int64_t d = 0; d + 1 < t.dim(); ++d) r.rows *= t.size(d);
   r.row_stride = r.cols;
-  int64_t prev = -1;  // index of the previous leading dim with size > 1
+  r.inner_rows = std::max<int64_t>(r.rows, 1);
+  if (r.rows == 0) return r;
+  // The leading dims of size > 1, outermost first, merged where one is laid out right
+  // after the next (PyTorch's collapse); one level or two may remain.
+  struct Level {
+    int64_t size, stride;
+  };
+  std::vector<Level> levels;
   for (int64_t d = 0; d + 1 < t.dim(); ++d) {
-    r.rows *= t.size(d);
     if (t.size(d) == 1) continue;
-    if (prev >= 0)
-      VT_CHECK(t.stride(prev) == t.stride(d) * t.size(d), op, ": ", name, " ", t.str(),
-               " with strides ", shape_str(t.strides()),
-               " has leading dims that do not collapse into rows (make it contiguous)");
-    prev = d;
+    if (!levels.empty() && levels.back().stride == t.stride(d) * t.size(d)) {
+      levels.back() = {levels.back().size * t.size(d), t.stride(d)};
+    } else {
+      levels.push_back({t.size(d), t.stride(d)});
+    }
   }
-  if (prev >= 0) r.row_stride = t.stride(prev);
+  VT_CHECK(levels.size() <= 2, op, ": ", name, " ", t.str(), " with strides ",
+           shape_str(t.strides()),
+           " has leading dims that do not collapse into one or two row strides (make it "
+           "contiguous)");
+  if (!levels.empty()) r.row_stride = levels.back().stride;
+  if (levels.size() == 2) {
+    r.inner_rows = levels[1].size;
+    r.outer_stride = levels[0].stride;
+  }
   return r;
+}
+
+void expect_one_level(const Rows& r, const char* op, const char* name) {
+  VT_CHECK(r.one_level(), op, ": ", name, " has rows at two strides (", r.rows / r.inner_rows,
+           " x ", r.inner_rows, " rows, strides ", r.outer_stride, " and ", r.row_stride,
+           "), this backend needs rows of one stride (make it contiguous)");
 }
 
 void expect_defined(const Tensor& t, const char* op, const char* name) {

@@ -89,7 +89,7 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tenso
 }
 
 void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
-               const Tensor& dt_bias, Tensor& g, Tensor& beta) {
+               const Tensor& dt_bias, DType beta_round, Tensor& g, Tensor& beta) {
   const char* op = "gdn_gates";
   expect_dtype(a, op, "a", kActDTypes);
   expect_dtype(b, op, "b", kActDTypes);
@@ -101,13 +101,18 @@ void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
     expect_shape(*p, op, "A_log/dt_bias", {hv});
     VT_CHECK(p->is_contiguous(), op, ": A_log/dt_bias must be contiguous");
   }
+  VT_CHECK(beta_round == DType::kF32 || beta_round == DType::kBF16 || beta_round == DType::kF16, op,
+           ": beta_round ", dtype_name(beta_round), " is not one of f32, bf16, f16");
   expect_f32_contiguous(g, op, "g", {T, hv});
   expect_f32_contiguous(beta, op, "beta", {T, hv});
   expect_device(s, op, {&a, &b, &A_log, &dt_bias, &g, &beta});
+  for (const Tensor* in : {&a, &b, &A_log, &dt_bias})
+    for (const Tensor* o : {&g, &beta}) expect_no_alias(*in, *o, op, "an input");
+  expect_no_alias(g, beta, op, "g");
   const Rows ar = rows_view(a, op, "a"), br = rows_view(b, op, "b");
-  if (s.device().is_cpu()) return cpu::gdn_gates(s, ar, br, A_log, dt_bias, g, beta);
+  if (s.device().is_cpu()) return cpu::gdn_gates(s, ar, br, A_log, dt_bias, beta_round, g, beta);
 #if VTLLM_WITH_CUDA
-  cuda::gdn_gates(s, ar, br, A_log, dt_bias, g, beta);
+  cuda::gdn_gates(s, ar, br, A_log, dt_bias, beta_round, g, beta);
 #else
   no_backend(op, s.device());
 #endif

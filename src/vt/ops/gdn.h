@@ -20,12 +20,14 @@
 //   [C, 1, K] viewed); conv_state [S, K-1, C] f32 contiguous; out [T, C] contiguous,
 //   not overlapping x. x, w, out in {f32, bf16, f16}.
 //
-// gdn_gates(s, a, b, A_log, dt_bias, g, beta)
-//   beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias) with softplus(x) = x for
-//   x > 20, else log1p(exp(x)) (PyTorch's threshold), all in f32. (The oracle rounds
-//   beta to bf16, qwen3_5.md §8.4: a bf16 model rounds the f32 beta through a bf16
-//   tensor before the delta rule, models/layers/gdn.cpp.) a, b [T, Hv] (last dim contiguous);
-//   A_log, dt_bias [Hv] contiguous, in {f32, bf16, f16}; g, beta [T, Hv] f32 contiguous.
+// gdn_gates(s, a, b, A_log, dt_bias, beta_round, g, beta)
+//   beta = R(sigmoid(b)); g = -exp(A_log) * softplus(a + dt_bias) with softplus(x) = x for
+//   x > 20, else log1p(exp(x)) (PyTorch's threshold), all in f32. R rounds to
+//   beta_round and widens back (round to nearest even; f32: no rounding): the oracle
+//   computes sigmoid on the bf16 b and uses the bf16 result in f32 (qwen3_5.md §8.4), so
+//   a bf16 model passes bf16. a, b [T, Hv] (last dim contiguous, any row stride: column
+//   slices of a fused projection); A_log, dt_bias [Hv] contiguous, in {f32, bf16, f16};
+//   beta_round in {f32, bf16, f16}; g, beta [T, Hv] f32 contiguous.
 //
 // gated_delta_rule_recurrent / gated_delta_rule_chunked
 //     (s, q, k, v, g, beta, scale, query_start_loc, state, state_slots, out)
@@ -43,10 +45,11 @@
 // gated_rms_norm(s, x, z, w, eps, out)
 //   out = x / sqrt(mean(x^2) + eps) * w * silu(z) over the last dim D (plain w, norm before
 //   the gate: the GDN output norm of §5.2). x, z, out [rows, D] with the rows layout of
-//   vt/ops/norm.h; w [D] contiguous; all in {f32, bf16, f16}; f32 compute. f32 out: no
-//   rounding. Narrow out (bf16/f16), the oracle's three rounding points (§5.2):
+//   vt/ops/norm.h (one or two row strides: z may be a per-head view of a column slice of
+//   the fused projection); w [D] contiguous; all in {f32, bf16, f16}; f32 compute. f32
+//   out: no rounding. Narrow out (bf16/f16), the oracle's three rounding points (§5.2):
 //   n = R(x * r), n = R(w * n), out = R(n * silu(z)) with silu(z) in f32.
-// Backends: CPU.
+// Backends: CPU (reference) and CUDA (vt/cuda/gdn.h).
 #pragma once
 
 #include "vt/stream.h"
@@ -60,7 +63,7 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tenso
                         Tensor& conv_state, const Tensor& state_slots, Tensor& out);
 
 void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
-               const Tensor& dt_bias, Tensor& g, Tensor& beta);
+               const Tensor& dt_bias, DType beta_round, Tensor& g, Tensor& beta);
 
 void gated_delta_rule_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                                 const Tensor& g, const Tensor& beta, float scale,

@@ -1,9 +1,11 @@
 // Normalisations over the last dimension.
 //
 // Layout: x and out are seen as [rows, D] where rows is the product of the leading
-// dims; the last dim must have stride 1 and the leading dims must collapse to one
-// row stride (any contiguous tensor, a slice of rows, a per-head view of a fused
-// projection). out has x's shape and may be x itself (in place).
+// dims; the last dim must have stride 1 and the leading dims must collapse to one row
+// stride (any contiguous tensor, a slice of rows or of columns) or to two (a [T, H, D]
+// per-head view of a column slice of a fused [T, W] projection, strides W, D, 1: all
+// heads of all tokens in one call; vt::Rows in vt/ops/args.h). out has x's shape and
+// may be x itself (in place).
 // Dtypes: x, out in {f32, bf16, f16}; w in {f32, bf16, f16}, shape [D], contiguous.
 // Numerics: every input widened to f32, the sum of squares accumulated in f32, the
 // output rounded when out is narrower than f32. The rounding points with a narrow out

@@ -1,6 +1,7 @@
 // CUDA silu_and_mul, sigmoid, add, mul and the bias epilogue: one thread per output
-// element of a [rows, cols] view (grid x over columns, grid y striding over rows),
-// f32 compute and one rounding at the output, as the CPU reference.
+// element of a [rows, cols] view of one or two levels (grid x over columns, grid y
+// striding over rows; rows addressed through RowsRef), f32 compute and one rounding at
+// the output, as the CPU reference.
 #include <algorithm>
 
 #include "vt/cuda/check.h"
@@ -14,32 +15,22 @@ namespace {
 
 constexpr int kThreads = 256;
 
-struct View {
-  char* data;
-  DType dtype;
-  int64_t row_bytes;
-  __device__ void* row(int64_t r) const { return data + r * row_bytes; }
-};
-
-View view_of(const Rows& r) {
-  return {static_cast<char*>(r.data), r.dtype, r.row_stride * int64_t(dtype_size(r.dtype))};
-}
-
 enum class Kind { kSiluMul, kSigmoid, kAdd, kMul, kBias };
 
-// a: the input (x, or the left operand); b: the right operand or the bias row (row
-// stride 0); for kSiluMul the up half is a's row at column offset `cols`.
+// a: the input (x, or the left operand); b: the right operand or the bias row
+// (broadcast_row); for kSiluMul the up half is a's row at column offset `cols`.
 template <Kind kKind>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_kernel(View a, View b, View out, int64_t rows, int64_t cols) {
+    elementwise_kernel(RowsRef a, RowsRef b, RowsRef out, int64_t rows, int64_t cols) {
   const int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (c >= cols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const float x = load_f32(a.row(r), a.dtype, c);
+    const char* ar = a.row(r);
+    const float x = load_f32(ar, a.dtype, c);
     float y;
     if constexpr (kKind == Kind::kSiluMul) {
       // silu rounds to out's dtype before the product (a no-op for f32), vt/ops/activation.h.
-      y = round_to(siluf(x), out.dtype) * load_f32(a.row(r), a.dtype, c + cols);
+      y = round_to(siluf(x), out.dtype) * load_f32(ar, a.dtype, c + cols);
     } else if constexpr (kKind == Kind::kSigmoid) {
       y = sigmoidf(x);
     } else if constexpr (kKind == Kind::kMul) {
@@ -52,7 +43,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <Kind kKind>
-void launch(Stream& s, const char* name, View a, View b, View out, int64_t rows, int64_t cols) {
+void launch(Stream& s, const char* name, RowsRef a, RowsRef b, RowsRef out, int64_t rows,
+            int64_t cols) {
   if (rows == 0 || cols == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
@@ -66,23 +58,24 @@ void launch(Stream& s, const char* name, View a, View b, View out, int64_t rows,
 }  // namespace
 
 void silu_and_mul(Stream& s, const Rows& x, const Rows& out) {
-  launch<Kind::kSiluMul>(s, "silu_and_mul", view_of(x), view_of(x), view_of(out), out.rows, out.cols);
+  launch<Kind::kSiluMul>(s, "silu_and_mul", rows_ref(x), rows_ref(x), rows_ref(out), out.rows,
+                         out.cols);
 }
 
 void sigmoid(Stream& s, const Rows& x, const Rows& out) {
-  launch<Kind::kSigmoid>(s, "sigmoid", view_of(x), view_of(x), view_of(out), x.rows, x.cols);
+  launch<Kind::kSigmoid>(s, "sigmoid", rows_ref(x), rows_ref(x), rows_ref(out), x.rows, x.cols);
 }
 
 void binary(Stream& s, Binary op, const Rows& a, const Rows& b, const Rows& out) {
   if (op == Binary::kAdd)
-    launch<Kind::kAdd>(s, "add", view_of(a), view_of(b), view_of(out), a.rows, a.cols);
+    launch<Kind::kAdd>(s, "add", rows_ref(a), rows_ref(b), rows_ref(out), a.rows, a.cols);
   else
-    launch<Kind::kMul>(s, "mul", view_of(a), view_of(b), view_of(out), a.rows, a.cols);
+    launch<Kind::kMul>(s, "mul", rows_ref(a), rows_ref(b), rows_ref(out), a.rows, a.cols);
 }
 
 void add_bias(Stream& s, const Rows& x, const Tensor& bias, const Rows& out) {
-  View b{static_cast<char*>(bias.data_ptr()), bias.dtype(), 0};
-  launch<Kind::kBias>(s, "linear bias", view_of(x), b, view_of(out), x.rows, x.cols);
+  launch<Kind::kBias>(s, "linear bias", rows_ref(x), broadcast_row(bias.data_ptr(), bias.dtype()),
+                      rows_ref(out), x.rows, x.cols);
 }
 
 }  // namespace vt::cuda

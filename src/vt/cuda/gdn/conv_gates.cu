@@ -59,17 +59,17 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void __launch_bounds__(kThreads)
-    gates_kernel(const void* a, DType adt, int64_t a_row, const void* bb, DType bdt, int64_t b_row,
-                 const void* a_log, DType ldt, const void* dt_bias, DType ddt, float* g,
-                 float* beta, int64_t tokens, int hv) {
+    gates_kernel(RowsRef a, RowsRef bb, const void* a_log, DType ldt, const void* dt_bias,
+                 DType ddt, DType beta_round, float* g, float* beta, int64_t tokens, int hv) {
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= tokens * hv) return;
   const int64_t t = i / hv;
   const int h = int(i % hv);
-  const float x = load_f32(a, adt, t * a_row + h) + load_f32(dt_bias, ddt, h);
+  const float x = load_f32(a.row(t), a.dtype, h) + load_f32(dt_bias, ddt, h);
   const float softplus = x > 20.0f ? x : log1pf(expf(x));
   g[i] = -expf(load_f32(a_log, ldt, h)) * softplus;
-  beta[i] = 1.0f / (1.0f + expf(-load_f32(bb, bdt, t * b_row + h)));
+  // sigmoid(b) rounds to beta_round (the oracle's bf16 beta, vt/ops/gdn.h).
+  beta[i] = round_to(1.0f / (1.0f + expf(-load_f32(bb.row(t), bb.dtype, h))), beta_round);
 }
 
 // Device-index form: req_of[t] = b for the tokens of request b (one thread per request).
@@ -123,15 +123,14 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varle
 }
 
 void gdn_gates(Stream& s, const Rows& a, const Rows& b, const Tensor& A_log, const Tensor& dt_bias,
-               const Tensor& g, const Tensor& beta) {
+               DType beta_round, const Tensor& g, const Tensor& beta) {
   const int64_t n = a.rows * a.cols;
   if (n == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
   gates_kernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, st.stream>>>(
-      a.data, a.dtype, a.row_stride, b.data, b.dtype, b.row_stride, A_log.data_ptr(),
-      A_log.dtype(), dt_bias.data_ptr(), dt_bias.dtype(), g.data<float>(), beta.data<float>(),
-      a.rows, int(a.cols));
+      rows_ref(a), rows_ref(b), A_log.data_ptr(), A_log.dtype(), dt_bias.data_ptr(),
+      dt_bias.dtype(), beta_round, g.data<float>(), beta.data<float>(), a.rows, int(a.cols));
   VT_CUDA_CHECK_LAUNCH("gates_kernel");
 }
 

@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "vt/cuda/api.h"
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gemm.h"
@@ -412,8 +413,8 @@ void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bi
   VT_CHECK(split == 0 || split == 1 || split == 2 || split == 4 || split == kMaxSplit,
            "linear (CUDA skinny): split ", split, " is not 0, 1, 2, 4 or 8");
   p.split = split ? split : cluster_split(tiles, steps, st.num_sms);
-  if (pdl == SkinnyPdl::kDefault)
-    pdl = skinny_pdl_enabled() ? SkinnyPdl::kRingL2 : SkinnyPdl::kOff;
+  if (pdl == SkinnyPdl::kDefault)  // graphs only: vt/cuda/gemm.h says why
+    pdl = skinny_pdl_enabled() && capturing(st) ? SkinnyPdl::kRingL2 : SkinnyPdl::kOff;
   p.pdl = pdl == SkinnyPdl::kOff ? 0 : pdl == SkinnyPdl::kRing ? 1 : 2;
   if (x.dtype() == DType::kBF16) {
     launch_for_m<__nv_bfloat16>(st, p, tiles);

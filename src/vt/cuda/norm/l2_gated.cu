@@ -1,6 +1,8 @@
 // CUDA l2_normalize (GDN q/k) and gated RMSNorm (GDN output): one warp per row, which
 // suits their short rows (head_dim 128); f32 sums (per-lane partials, then a shuffle
-// tree) and the CPU reference's rounding points (vt/ops/norm.h, vt/ops/gdn.h).
+// tree) and the CPU reference's rounding points (vt/ops/norm.h, vt/ops/gdn.h). Rows of
+// one or two levels (RowsRef): the GDN layer normalises all q and k heads of a column
+// slice of the conv output in one launch.
 #include <algorithm>
 
 #include "vt/cuda/check.h"
@@ -14,22 +16,11 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-struct RowsArg {
-  const char* data;
-  DType dtype;
-  int64_t row_bytes;
-  __device__ const char* row(int64_t r) const { return data + r * row_bytes; }
-};
-
-RowsArg arg_of(const Rows& r) {
-  return {static_cast<const char*>(r.data), r.dtype, r.row_stride * int64_t(dtype_size(r.dtype))};
-}
-
 // gated == false: out = x / sqrt(sum(x^2) + eps).
 // gated == true:  out = x / sqrt(mean(x^2) + eps) * w * silu(z).
 template <bool kGated>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
-    row_norm_kernel(RowsArg x, RowsArg z, const void* w, DType wdt, RowsArg out, int64_t rows,
+    row_norm_kernel(RowsRef x, RowsRef z, const void* w, DType wdt, RowsRef out, int64_t rows,
                     int64_t cols, float eps) {
   const int lane = threadIdx.x % kWarp;
   for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp; r < rows;
@@ -42,11 +33,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
     }
     ss = warp_sum(ss);
     const float inv = kGated ? rsqrtf(ss / float(cols) + eps) : rsqrtf(ss + eps);
-    char* o = const_cast<char*>(out.row(r));
+    char* o = out.row(r);
+    const char* zr = kGated ? z.row(r) : nullptr;
     for (int64_t i = lane; i < cols; i += kWarp) {
       float v = load_f32(xr, x.dtype, i) * inv;
       if constexpr (kGated) {
-        const float zi = load_f32(z.row(r), z.dtype, i);
+        const float zi = load_f32(zr, z.dtype, i);
         // Narrow out: the normalised value and its product with w round, then the f32
         // silu(z) gate (vt/ops/gdn.h); f32 out: one rounding-free product.
         if (out.dtype != DType::kF32)
@@ -60,8 +52,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
 }
 
 template <bool kGated>
-void launch(Stream& s, const RowsArg& x, const RowsArg& z, const void* w, DType wdt,
-            const RowsArg& out, int64_t rows, int64_t cols, float eps) {
+void launch(Stream& s, const RowsRef& x, const RowsRef& z, const void* w, DType wdt,
+            const RowsRef& out, int64_t rows, int64_t cols, float eps) {
   if (rows == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
@@ -74,12 +66,14 @@ void launch(Stream& s, const RowsArg& x, const RowsArg& z, const void* w, DType 
 }  // namespace
 
 void l2_normalize(Stream& s, const Rows& x, float eps, const Rows& out) {
-  launch<false>(s, arg_of(x), arg_of(x), nullptr, DType::kF32, arg_of(out), x.rows, x.cols, eps);
+  launch<false>(s, rows_ref(x), rows_ref(x), nullptr, DType::kF32, rows_ref(out), x.rows, x.cols,
+                eps);
 }
 
 void gated_rms_norm(Stream& s, const Rows& x, const Rows& z, const Tensor& w, float eps,
                     const Rows& out) {
-  launch<true>(s, arg_of(x), arg_of(z), w.data_ptr(), w.dtype(), arg_of(out), x.rows, x.cols, eps);
+  launch<true>(s, rows_ref(x), rows_ref(z), w.data_ptr(), w.dtype(), rows_ref(out), x.rows, x.cols,
+               eps);
 }
 
 }  // namespace vt::cuda

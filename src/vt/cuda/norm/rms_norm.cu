@@ -36,13 +36,11 @@ __device__ __forceinline__ void store(void* p, int dt, int64_t i, float v) {
 }
 
 struct RmsNormParams {
-  const char* x;
-  int64_t x_row_bytes;
+  RowsRef x;
   int x_dtype;
   const void* w;
   int w_dtype;
-  char* out;
-  int64_t out_row_bytes;
+  RowsRef out;
   int out_dtype;
   int64_t cols;
   float eps;
@@ -51,8 +49,8 @@ struct RmsNormParams {
 
 __global__ void __launch_bounds__(kThreads) rms_norm_kernel(RmsNormParams p) {
   const int64_t row = blockIdx.x;
-  const void* x = p.x + row * p.x_row_bytes;
-  void* out = p.out + row * p.out_row_bytes;
+  const void* x = p.x.row(row);
+  void* out = p.out.row(row);
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < p.cols; i += kThreads) {
     float v = load(x, p.x_dtype, i);
@@ -87,17 +85,9 @@ void rms_norm(Stream& s, const Rows& x, const Tensor& w, float eps, RmsNormKind 
   VT_CHECK(x.rows <= int64_t(0x7fffffff), "rms_norm (CUDA): ", x.rows, " rows exceed the grid limit");
   StreamState& st = s.cuda_state();
   set_device(st);
-  RmsNormParams p{static_cast<const char*>(x.data),
-                  x.row_stride * int64_t(dtype_size(x.dtype)),
-                  int(x.dtype),
-                  w.data_ptr(),
-                  int(w.dtype()),
-                  static_cast<char*>(out.data),
-                  out.row_stride * int64_t(dtype_size(out.dtype)),
-                  int(out.dtype),
-                  x.cols,
-                  eps,
-                  kind == RmsNormKind::kOnePlus};
+  RmsNormParams p{rows_ref(x),    int(x.dtype),  w.data_ptr(),
+                  int(w.dtype()), rows_ref(out), int(out.dtype),
+                  x.cols,         eps,           kind == RmsNormKind::kOnePlus};
   rms_norm_kernel<<<unsigned(x.rows), kThreads, 0, st.stream>>>(p);
   VT_CUDA_CHECK_LAUNCH("rms_norm_kernel");
 }

@@ -85,9 +85,7 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
                lp_at = id_at + align_up(num_top * sizeof(int32_t)),
                end = lp_at + align_up(num_top * sizeof(float));
   char* work = static_cast<char*>(scratch(st, kWorkScratch, end));
-  Args a{static_cast<const char*>(logits.data),
-         logits.dtype,
-         logits.row_stride * int64_t(dtype_size(logits.dtype)),
+  Args a{rows_ref(logits),
          vocab,
          reinterpret_cast<float*>(work),
          reinterpret_cast<const RowDev*>(up + rows_at),

@@ -41,9 +41,8 @@ struct TopShared {
 };
 
 struct Args {
-  const char* logits;
-  DType dtype;
-  int64_t row_bytes, vocab;
+  RowsRef logits;
+  int64_t vocab;
   float* work;  // [rows, vocab]
   const RowDev* rows;
   const SampleTokenEdit* edits;
@@ -204,10 +203,11 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(Args a) {
   __shared__ TopShared top;
   const int64_t r = blockIdx.x, n = a.vocab;
   const RowDev p = a.rows[r];
-  const void* src = a.logits + r * a.row_bytes;
+  const void* src = a.logits.row(r);
+  const DType ldt = a.logits.dtype;
   float* x = a.work + r * n;
   const auto load_x = [&](int64_t i) { return x[i]; };
-  for_strided(threadIdx.x, n, kThreads, [&](int64_t i) { return load_f32(src, a.dtype, i); },
+  for_strided(threadIdx.x, n, kThreads, [&](int64_t i) { return load_f32(src, ldt, i); },
               [&](float v, int64_t i) { x[i] = v; });
   __syncthreads();
   for (int64_t e = p.edit_begin + threadIdx.x; e < p.edit_end; e += kThreads) {
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(Args a) {
   if (p.logprobs >= 0 && out.error == 0) {
     const int64_t token = out.token;
     if (!a.processed)
-      fill_logprobs(sh, top, a, p, n, token, [&](int64_t i) { return load_f32(src, a.dtype, i); },
+      fill_logprobs(sh, top, a, p, n, token, [&](int64_t i) { return load_f32(src, ldt, i); },
                     out);
     else if (greedy)
       fill_logprobs(sh, top, a, p, n, token, load_x, out);

@@ -25,14 +25,13 @@ __device__ __forceinline__ int64_t load_id(const void* p, DType dt, int64_t i) {
 }
 
 __global__ void __launch_bounds__(kEmbedThreads)
-    embedding_kernel(const char* table, DType tdt, int64_t table_row_bytes, const void* ids,
-                     DType idt, int64_t id_stride, char* out, DType odt, int64_t out_row_bytes,
+    embedding_kernel(RowsRef table, const void* ids, DType idt, int64_t id_stride, RowsRef out,
                      int64_t tokens, int64_t hidden) {
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
-    const char* src = table + load_id(ids, idt, t * id_stride) * table_row_bytes;
-    char* dst = out + t * out_row_bytes;
+    const char* src = table.row(load_id(ids, idt, t * id_stride));
+    char* dst = out.row(t);
     for (int64_t c = threadIdx.x; c < hidden; c += kEmbedThreads)
-      store_f32(dst, odt, c, load_f32(src, tdt, c));
+      store_f32(dst, out.dtype, c, load_f32(src, table.dtype, c));
   }
 }
 
@@ -45,16 +44,16 @@ __device__ __forceinline__ bool beats(float va, int64_t ia, float vb, int64_t ib
 }
 
 __global__ void __launch_bounds__(kArgmaxThreads)
-    argmax_kernel(const char* logits, DType dt, int64_t row_bytes, int64_t vocab, void* out,
-                  DType odt, int64_t out_stride, int64_t rows) {
+    argmax_kernel(RowsRef logits, int64_t vocab, void* out, DType odt, int64_t out_stride,
+                  int64_t rows) {
   __shared__ float best_v[kArgmaxThreads];
   __shared__ int64_t best_i[kArgmaxThreads];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const void* row = logits + r * row_bytes;
+    const void* row = logits.row(r);
     float bv = -INFINITY;
     int64_t bi = vocab;  // loses to every real index
     for (int64_t i = threadIdx.x; i < vocab; i += kArgmaxThreads) {
-      const float v = load_f32(row, dt, i);
+      const float v = load_f32(row, logits.dtype, i);
       if (beats(v, i, bv, bi)) bv = v, bi = i;
     }
     best_v[threadIdx.x] = bv;
@@ -80,8 +79,6 @@ __global__ void __launch_bounds__(kArgmaxThreads)
   }
 }
 
-int64_t row_bytes(const Rows& r) { return r.row_stride * int64_t(dtype_size(r.dtype)); }
-
 }  // namespace
 
 void embedding(Stream& s, const Rows& table, const Tensor& ids, const Rows& out) {
@@ -102,9 +99,8 @@ void embedding(Stream& s, const Rows& table, const Tensor& ids, const Rows& out)
     id_stride = 1;
   }
   const unsigned blocks = unsigned(std::min<int64_t>(tokens, 65535));
-  embedding_kernel<<<blocks, kEmbedThreads, 0, st.stream>>>(
-      static_cast<const char*>(table.data), table.dtype, row_bytes(table), id_ptr, idt, id_stride,
-      static_cast<char*>(out.data), out.dtype, row_bytes(out), tokens, table.cols);
+  embedding_kernel<<<blocks, kEmbedThreads, 0, st.stream>>>(rows_ref(table), id_ptr, idt, id_stride,
+                                                            rows_ref(out), tokens, table.cols);
   VT_CUDA_CHECK_LAUNCH("embedding_kernel");
 }
 
@@ -114,8 +110,7 @@ void argmax(Stream& s, const Rows& logits, const Tensor& out) {
   set_device(st);
   const unsigned blocks = unsigned(std::min<int64_t>(logits.rows, 65535));
   argmax_kernel<<<blocks, kArgmaxThreads, 0, st.stream>>>(
-      static_cast<const char*>(logits.data), logits.dtype, row_bytes(logits), logits.cols,
-      out.data_ptr(), out.dtype(), out.stride(0), logits.rows);
+      rows_ref(logits), logits.cols, out.data_ptr(), out.dtype(), out.stride(0), logits.rows);
   VT_CUDA_CHECK_LAUNCH("argmax_kernel");
 }
 
