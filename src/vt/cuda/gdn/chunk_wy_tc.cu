@@ -7,18 +7,20 @@
 //      right-hand side X = [diag(beta e^gam) K | diag(beta) V] starts loading into
 //      registers (thread c holds column c).
 //   2. K K^T and Q K^T by 16x8 tiles on or below the diagonal (20 per matrix, spread
-//      over the warps); decayed and masked into L (shared memory) and P (scratch,
-//      scaled by `scale`, zero above the diagonal). Then X's W part from k_s, and X
-//      goes to shared memory over k_s and q_s.
+//      over the warps; one tf32 mma per product when q and k are bf16 or f16, exact in
+//      tf32); decayed and masked into L (shared memory) and P (scratch, scaled by
+//      `scale`, zero above the diagonal). Then X's W part from k_s, and X goes to
+//      shared memory over k_s and q_s.
 //   3. (I + L) X = RHS by 16-row blocks: X_b -= L_{b,<b} X_{<b} (a 16 x 256 x 16b mma
 //      product), then the unit 16 x 16 diagonal block by forward substitution, one
 //      column per thread. Warp w owns columns 32w..32w+31 in both steps, so the solve
 //      needs no CTA barrier; each thread then writes its column of W or U.
-// Shared memory 85.5 KB, 120 registers: two CTAs per SM. Row strides padded to the
+// Shared memory 85.5 KB, 113 registers: two CTAs per SM. Row strides padded to the
 // fragment loaders' conflict-free residues (chunk_mma.cuh).
 // FLOPs per (chunk, head), Dk = Dv = 128, as run: 20 x 2 tiles of 16 x 8 x 128 x 2
-// (Gram, 1.3 M, three mma each) + 16 x 256 x (16 + 32 + 48) x 2 (block updates, 0.8 M,
-// three mma each) + 4 x 120 x 256 x 2 (diagonal blocks, 0.25 M, CUDA cores).
+// (Gram, 1.3 M, three mma each, one at bf16/f16 q and k) + 16 x 256 x (16 + 32 + 48)
+// x 2 (block updates, 0.8 M, three mma each) + 4 x 120 x 256 x 2 (diagonal blocks,
+// 0.25 M, CUDA cores).
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gdn/chunk_mma.cuh"
@@ -56,7 +58,12 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
   if (chunk >= p.first_chunk[p.batch]) return;  // the pass was sized by a bound
   const int t0 = p.chunk_t0[chunk], n = p.chunk_len[chunk], hk = h / p.ratio;
   float* scr = chunk_scratch(p, chunk, h);
+  // bf16 and f16 values are exact in tf32 (8 and 11 significant bits of tf32's 11): their
+  // residual halves are zero, so the Gram products need only the big x big mma.
+  const bool narrow_qk = (p.q_dtype == DType::kBF16 || p.q_dtype == DType::kF16) &&
+                         (p.k_dtype == DType::kBF16 || p.k_dtype == DType::kF16);
 
+#pragma unroll 8  // loads in flight: this is latency, not bandwidth
   for (int idx = tid; idx < kChunk * kDK; idx += kThreads) {
     const int i = idx / kDK, d = idx % kDK;
     const bool live = i < n && d < p.dk;
@@ -114,7 +121,18 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
       }
       const int m0 = mt * kBlock, n0 = nt * 8;
       float kk[4] = {}, qk[4] = {};
-      if (job < 20) {
+      if (job < 20 && narrow_qk) {  // q, k exact in tf32: one mma per product, same sums
+#pragma unroll 4
+        for (int d0 = 0; d0 < kDK; d0 += 8) {
+          mma3::FragA ak, aq;
+          mma3::FragB b;
+          mma3::load_a(ak, k_s + m0 * kQKStride + d0, kQKStride);
+          mma3::load_a(aq, q_s + m0 * kQKStride + d0, kQKStride);
+          mma3::load_b_trans(b, k_s + n0 * kQKStride + d0, kQKStride);
+          mma3::mma_tf32(kk, ak.big, b.big);
+          mma3::mma_tf32(qk, aq.big, b.big);
+        }
+      } else if (job < 20) {
 #pragma unroll 4
         for (int d0 = 0; d0 < kDK; d0 += 8) {
           mma3::FragA ak, aq;
