@@ -29,11 +29,13 @@ SkinnyMode skinny_mode();
 // catch up. Measured alone (L2 cold, no neighbours) the skinny kernel wins only on
 // lm_head and is 5-30% slower than cuBLASLt on the 4096-row matrices: each GEMM pays
 // ~8-12 us of ramp and tail, which PDL is meant to hide. To be decided on the H200 by
-// `cuda_kernels_bench decode-gemm`: its "decode chain" rows replay one GDN layer and
-// one attention layer of the 9B shape as a CUDA graph at M = 1, 8, 32, 64 through
-// cuBLASLt, skinny and skinny + PDL, and end each M with a verdict line; the rule
-// becomes the fastest variant per M (and per shape where the per-shape chains
-// disagree).
+// `cuda_kernels_bench decode-gemm`: its "decode chain" rows replay, as CUDA graphs at
+// M = 1, 8, 16, 32, 64, one GDN layer and one attention layer of the 9B shape (norm /
+// activation kernels between the GEMMs, as the model runs them), the same GEMMs back to
+// back, and 4 GEMMs of each projection shape, through cuBLASLt, skinny, skinny+pdl and
+// skinny+pdl+l2, and print one verdict line per (M, chain): the rule becomes the
+// fastest variant per M (per shape, from the per-shape chains, where they disagree),
+// and the PDL default the faster of kRing / kRingL2.
 inline constexpr int64_t kSkinnyMaxM = 16;
 bool skinny_rule(int64_t m, int64_t n, int64_t k);
 
