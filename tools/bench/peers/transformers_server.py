@@ -355,6 +355,9 @@ def main():
           f"GPU memory allocated {torch.cuda.memory_allocated() / 2**30:.1f} GiB", file=sys.stderr, flush=True)
     state = {"args": args, "tokenizer": tokenizer, "engine": engine, "note": note,
              "lock": threading.Lock(), "count": 0}
+    # socketserver listens with a backlog of 5: 32 or 64 clients connecting at once overflow
+    # it and the kernel resets the surplus connections (79 of 128 requests failed at C = 64).
+    ThreadingHTTPServer.request_queue_size = 1024
     server = ThreadingHTTPServer((args.host, args.port), make_handler(state))
     server.daemon_threads = True
     print(f"transformers_server: {args.model} {args.dtype} attn={args.attn_implementation} "
