@@ -75,7 +75,7 @@ TEST(CudaNorm, TwoLevelRowsMatchCpuArm) {
   for (int op = 0; op < 3; ++op) {  // rms_norm plain, rms_norm 1+w, l2_normalize
     Tensor cpu_wide = Tensor::empty({T, W}, DType::kF32);
     for (int64_t i = 0; i < cpu_wide.numel(); ++i) cpu_wide.data<float>()[i] = -7.0f;
-    Tensor gpu_wide = to_device(c, cpu_wide, g.device());
+    Tensor gpu_wide = to_device(g, cpu_wide, g.device());
     Tensor cpu_out = heads(cpu_wide), gpu_out = heads(gpu_wide);
     if (op < 2) {
       const RmsNormKind kind = op == 0 ? RmsNormKind::kPlain : RmsNormKind::kOnePlus;
