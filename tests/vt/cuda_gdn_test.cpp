@@ -331,22 +331,19 @@ TEST(CudaGdn, DeltaRuleRecurrentDecodeBatchesMatchCpu) {
 }  // namespace vt
 
 // ---- The tensor-core chunked prefill (VTLLM_GDN_PREFILL=tc, the default:
-// cuda/gdn/chunk_wy_tc.cu + chunk_scan_tc.cu, 3xTF32 products) against the CPU
-// chunked form and against the first CUDA version on f32 CUDA cores
-// (VTLLM_GDN_PREFILL=f32). ----
+// cuda/gdn/chunk_wy_tc.cu + chunk_scan_tc.cu, 3xTF32 products) against the CPU chunked
+// form and against the first CUDA version on f32 CUDA cores (VTLLM_GDN_PREFILL=f32). ----
 
 namespace vt {
 namespace {
 
-// Sets VTLLM_GDN_PREFILL for one scope (read per call by the chunked op), then
-// restores it.
+// Sets VTLLM_GDN_PREFILL for one scope (read per call by the chunked op), then restores it.
 class PrefillPath {
-public:
-  explicit PrefillPath(const char *value) {
-    const char *old = std::getenv("VTLLM_GDN_PREFILL");
+ public:
+  explicit PrefillPath(const char* value) {
+    const char* old = std::getenv("VTLLM_GDN_PREFILL");
     had_ = old != nullptr;
-    if (had_)
-      old_ = old;
+    if (had_) old_ = old;
     setenv("VTLLM_GDN_PREFILL", value, 1);
   }
   ~PrefillPath() {
@@ -356,23 +353,19 @@ public:
       unsetenv("VTLLM_GDN_PREFILL");
   }
 
-private:
+ private:
   bool had_ = false;
   std::string old_;
 };
 
-// The largest |got - want| over rms(want) (f32 views on the CPU; a NaN counts
-// as infinite).
-double max_err_over_rms(Streams &s, const Tensor &want, const Tensor &got) {
+// The largest |got - want| over rms(want) (f32 views on the CPU; a NaN counts as infinite).
+double max_err_over_rms(Streams& s, const Tensor& want, const Tensor& got) {
   Tensor w = to_dtype(s.cpu, contiguous(s.cpu, want), DType::kF32);
-  Tensor g = to_dtype(
-      s.cpu, got.device().is_cpu() ? contiguous(s.cpu, got) : s.down(got),
-      DType::kF32);
+  Tensor g =
+      to_dtype(s.cpu, got.device().is_cpu() ? contiguous(s.cpu, got) : s.down(got), DType::kF32);
   double ss = 0, worst = 0;
-  for (int64_t i = 0; i < w.numel(); ++i)
-    ss += double(w.data<float>()[i]) * w.data<float>()[i];
-  const double rms =
-      std::sqrt(ss / double(std::max<int64_t>(w.numel(), 1))) + 1e-30;
+  for (int64_t i = 0; i < w.numel(); ++i) ss += double(w.data<float>()[i]) * w.data<float>()[i];
+  const double rms = std::sqrt(ss / double(std::max<int64_t>(w.numel(), 1))) + 1e-30;
   for (int64_t i = 0; i < w.numel(); ++i) {
     const double a = w.data<float>()[i], b = g.data<float>()[i];
     worst = std::max(worst, std::isnan(b) ? INFINITY : std::fabs(a - b) / rms);
@@ -380,39 +373,36 @@ double max_err_over_rms(Streams &s, const Tensor &want, const Tensor &got) {
   return worst;
 }
 
-// Gates that stress the chunk math: value heads h % 3 == 0 decay hard (g in
-// (-30, -5): e^gam underflows to 0 within a chunk), h % 3 == 1 barely (g in
-// (-1e-3, 0): the Gram terms are undamped), the rest as the model's gates
-// typically are (-0.7, -0.01).
+// Gates that stress the chunk math: value heads h % 3 == 0 decay hard (g in (-30, -5):
+// e^gam underflows to 0 within a chunk), h % 3 == 1 barely (g in (-1e-3, 0): the Gram
+// terms are undamped), the rest as the model's gates typically are (-0.7, -0.01).
 Tensor mixed_gates(int64_t T, int64_t hv, uint64_t seed) {
   Tensor g = Tensor::empty({T, hv}, DType::kF32);
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> strong(-30.0f, -5.0f),
-      weak(-1e-3f, 0.0f), usual(-0.7f, -0.01f);
+  std::uniform_real_distribution<float> strong(-30.0f, -5.0f), weak(-1e-3f, 0.0f),
+      usual(-0.7f, -0.01f);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < hv; ++h)
-      g.data<float>()[t * hv + h] = h % 3 == 0   ? strong(rng)
-                                    : h % 3 == 1 ? weak(rng)
-                                                 : usual(rng);
+      g.data<float>()[t * hv + h] = h % 3 == 0 ? strong(rng) : h % 3 == 1 ? weak(rng) : usual(rng);
   return g;
 }
 
-// One prefill batch (lengths `lens`, slots out of order with gaps, every slot
-// from a random state) through the CPU chunked form, the f32 CUDA kernels and
-// the tensor-core ones. The f32 path's own error against the CPU sets the bar:
-// the tc path must stay within 8x of it (both are f32 arithmetic in other
-// orders; 3xTF32 drops only a_small b_small, ~2^-22 of each product, and the
-// tensor cores' f32 accumulation may round differently; in a host emulation of
-// the kernels the two pairs' errors came out within 10% of each other, and a
-// plain 1xTF32 product ~500x off) and within the suite's f32 tolerance (rel
-// 1e-4 + 1e-4 rms) of both; a bf16 out may land one bf16 ulp apart.
-void tc_prefill_case(Streams &s, const std::vector<int32_t> &lens, int64_t hk,
-                     int64_t hv, DType io, uint64_t seed) {
+// One prefill batch (lengths `lens`, slots out of order with gaps, every slot from a
+// random state) through the CPU chunked form, the f32 CUDA kernels and the tensor-core
+// ones. The f32 path's own error against the CPU sets the bar: the tc path must stay
+// within 8x of it (both are f32 arithmetic in other orders; 3xTF32 drops only
+// a_small b_small, ~2^-22 of each product, and the tensor cores' f32 accumulation may
+// round differently; in a host emulation of the kernels the two pairs' errors came out
+// within 10% of each other, and a plain 1xTF32 product ~500x off) and within the
+// suite's f32 tolerance (rel 1e-4 + 1e-4 rms) of both; a bf16 out may land one bf16 ulp
+// apart.
+void tc_prefill_case(Streams& s, const std::vector<int32_t>& lens, int64_t hk, int64_t hv, DType io,
+                     uint64_t seed) {
   const int64_t dk = 128, dv = 128, B = int64_t(lens.size()), slots = 2 * B + 1;
   std::vector<int32_t> qsl{0}, slot;
   for (int64_t b = 0; b < B; ++b) {
     qsl.push_back(qsl.back() + lens[size_t(b)]);
-    slot.push_back(int32_t(slots - 1 - 2 * b)); // descending, every other slot
+    slot.push_back(int32_t(slots - 1 - 2 * b));  // descending, every other slot
   }
   const int64_t T = qsl.back();
   Tensor qk_raw = randn({T, 2 * hk, dk}, DType::kF32, 1.0, seed),
@@ -420,79 +410,64 @@ void tc_prefill_case(Streams &s, const std::vector<int32_t> &lens, int64_t hk,
   l2_normalize(s.cpu, qk_raw, 1e-6f, qk);
   const Tensor q = qk.slice(1, 0, hk), k = qk.slice(1, hk, 2 * hk);
   Tensor v = randn({T, hv, dv}, io, 1.0, seed + 2);
-  Tensor g = mixed_gates(T, hv, seed + 3),
-         beta = uniform({T, hv}, 0.05f, 0.95f, seed + 4);
+  Tensor g = mixed_gates(T, hv, seed + 3), beta = uniform({T, hv}, 0.05f, 0.95f, seed + 4);
   Tensor st = randn({slots, hv, dk, dv}, DType::kF32, 0.5, seed + 5);
   Tensor st_f32 = s.up(st), st_tc = s.up(st);
   const float scale = 1.0f / std::sqrt(float(dk));
   Tensor out = Tensor::empty({T, hv, dv}, io);
-  Tensor out_f32 = poisoned_gpu(s, {T, hv, dv}, io),
-         out_tc = poisoned_gpu(s, {T, hv, dv}, io);
-  gated_delta_rule_chunked(s.cpu, q, k, v, g, beta, scale, i32(qsl), st,
-                           i32(slot), out);
-  const Tensor qk_g = s.up(qk), v_g = s.up(v), g_g = s.up(g),
-               beta_g = s.up(beta);
+  Tensor out_f32 = poisoned_gpu(s, {T, hv, dv}, io), out_tc = poisoned_gpu(s, {T, hv, dv}, io);
+  gated_delta_rule_chunked(s.cpu, q, k, v, g, beta, scale, i32(qsl), st, i32(slot), out);
+  const Tensor qk_g = s.up(qk), v_g = s.up(v), g_g = s.up(g), beta_g = s.up(beta);
   const Tensor q_g = qk_g.slice(1, 0, hk), k_g = qk_g.slice(1, hk, 2 * hk);
   {
     PrefillPath path("f32");
-    gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl),
-                             st_f32, i32(slot), out_f32);
+    gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl), st_f32, i32(slot),
+                             out_f32);
   }
   {
     PrefillPath path("tc");
-    gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl),
-                             st_tc, i32(slot), out_tc);
+    gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl), st_tc, i32(slot),
+                             out_tc);
   }
-  std::string what =
-      "tc prefill Hv " + std::to_string(hv) + " " + dtype_name(io) + " lengths";
-  for (int32_t n : lens)
-    what += " " + std::to_string(n);
+  std::string what = "tc prefill Hv " + std::to_string(hv) + " " + dtype_name(io) + " lengths";
+  for (int32_t n : lens) what += " " + std::to_string(n);
   const double out_rel = io == DType::kF32 ? 1e-4 : kBf16Rel;
   expect_close(s, out, out_tc, out_rel, 1e-4, what + ": out vs CPU chunked");
   expect_close(s, st, st_tc, 1e-4, 1e-4, what + ": state vs CPU chunked");
-  expect_close(s, s.down(out_f32), out_tc, out_rel, 1e-4,
-               what + ": out vs the f32 kernels");
-  expect_close(s, s.down(st_f32), st_tc, 1e-4, 1e-4,
-               what + ": state vs the f32 kernels");
-  // Relative to the f32 path's own error (state always; out when it is f32, a
-  // bf16 out's error being its rounding). The floor, 2e-6 of rms, is ~16 f32
-  // ulps of an rms value.
+  expect_close(s, s.down(out_f32), out_tc, out_rel, 1e-4, what + ": out vs the f32 kernels");
+  expect_close(s, s.down(st_f32), st_tc, 1e-4, 1e-4, what + ": state vs the f32 kernels");
+  // Relative to the f32 path's own error (state always; out when it is f32, a bf16 out's
+  // error being its rounding). The floor, 2e-6 of rms, is ~16 f32 ulps of an rms value.
   const double st_err_f32 = max_err_over_rms(s, st, st_f32),
                st_err_tc = max_err_over_rms(s, st, st_tc);
   EXPECT_LE(st_err_tc, std::max(8 * st_err_f32, 2e-6))
-      << what << ": state error over rms, tc " << st_err_tc
-      << " vs f32 kernels " << st_err_f32;
+      << what << ": state error over rms, tc " << st_err_tc << " vs f32 kernels " << st_err_f32;
   if (io == DType::kF32) {
     const double o_err_f32 = max_err_over_rms(s, out, out_f32),
                  o_err_tc = max_err_over_rms(s, out, out_tc);
     EXPECT_LE(o_err_tc, std::max(8 * o_err_f32, 2e-6))
-        << what << ": out error over rms, tc " << o_err_tc << " vs f32 kernels "
-        << o_err_f32;
+        << what << ": out error over rms, tc " << o_err_tc << " vs f32 kernels " << o_err_f32;
   }
 }
 
 TEST(CudaGdn, ChunkedPrefillTensorCoresMatchCpuAndF32Kernels) {
   VT_REQUIRE_GPU();
   Streams s;
-  const std::vector<int32_t> mixed{1,   63,  64, 65,
-                                   512, 4096}; // Hv 48: 76 chunks, two passes
-  tc_prefill_case(s, mixed, 16, 32, DType::kF32, 1100);  // 9B / 35B shape
-  tc_prefill_case(s, mixed, 16, 48, DType::kBF16, 1110); // 27B shape
+  const std::vector<int32_t> mixed{1, 63, 64, 65, 512, 4096};  // Hv 48: 76 chunks, two passes
+  tc_prefill_case(s, mixed, 16, 32, DType::kF32, 1100);        // 9B / 35B shape
+  tc_prefill_case(s, mixed, 16, 48, DType::kBF16, 1110);       // 27B shape
   tc_prefill_case(s, mixed, 16, 48, DType::kF32, 1120);
   tc_prefill_case(s, mixed, 16, 32, DType::kBF16, 1130);
-  for (int32_t n : {1, 63, 64, 65, 512,
-                    4096}) // each length alone (batch 1, the bench shapes)
+  for (int32_t n : {1, 63, 64, 65, 512, 4096})  // each length alone (batch 1, the bench shapes)
     tc_prefill_case(s, {n}, 16, 32, DType::kBF16, 1140 + uint64_t(n));
-  tc_prefill_case(s, std::vector<int32_t>(8, 512), 16, 32, DType::kBF16,
-                  1150); // 8 x 512
+  tc_prefill_case(s, std::vector<int32_t>(8, 512), 16, 32, DType::kBF16, 1150);  // 8 x 512
 }
 
-// A tc prefill then recurrent decode steps continue the sequence: prompts of
-// 67, 130 and 5 tokens (the last below the chunked minimum) through the tc
-// chunked op, then 3 one-token steps per request through the recurrent op,
-// against the CPU token recurrence over the whole 70 / 133 / 8 tokens
-// (qwen3_5.md §8.7: a chunked prefill's f32 state continues seamlessly in
-// decode).
+// A tc prefill then recurrent decode steps continue the sequence: prompts of 67, 130
+// and 5 tokens (the last below the chunked minimum) through the tc chunked op, then 3
+// one-token steps per request through the recurrent op, against the CPU token
+// recurrence over the whole 70 / 133 / 8 tokens (qwen3_5.md §8.7: a chunked prefill's
+// f32 state continues seamlessly in decode).
 TEST(CudaGdn, RecurrentDecodeContinuesTensorCorePrefill) {
   VT_REQUIRE_GPU();
   Streams s;
@@ -506,68 +481,58 @@ TEST(CudaGdn, RecurrentDecodeContinuesTensorCorePrefill) {
     prompt_qsl.push_back(prompt_qsl.back() + n);
   }
   const int64_t T = full_qsl.back();
-  // Token rows of the whole sequences, request by request; the prompt and each
-  // step are gathered from them.
+  // Token rows of the whole sequences, request by request; the prompt and each step
+  // are gathered from them.
   Tensor qk_raw = randn({T, 2 * hk, d}, DType::kF32, 1.0, 1200),
          qk = Tensor::empty({T, 2 * hk, d}, DType::kBF16);
   l2_normalize(s.cpu, qk_raw, 1e-6f, qk);
-  Tensor q = contiguous(s.cpu, qk.slice(1, 0, hk)),
-         k = contiguous(s.cpu, qk.slice(1, hk, 2 * hk));
+  Tensor q = contiguous(s.cpu, qk.slice(1, 0, hk)), k = contiguous(s.cpu, qk.slice(1, hk, 2 * hk));
   Tensor v = randn({T, hv, d}, DType::kBF16, 1.0, 1202);
-  Tensor g = mixed_gates(T, hv, 1203),
-         beta = uniform({T, hv}, 0.05f, 0.95f, 1204);
+  Tensor g = mixed_gates(T, hv, 1203), beta = uniform({T, hv}, 0.05f, 0.95f, 1204);
   Tensor st0 = randn({slots, hv, d, d}, DType::kF32, 0.5, 1205);
   const float scale = 1.0f / std::sqrt(float(d));
-  Tensor st_ref = contiguous(s.cpu, st0),
-         out_ref = Tensor::empty({T, hv, d}, DType::kBF16);
-  gated_delta_rule_recurrent(s.cpu, q, k, v, g, beta, scale, i32(full_qsl),
-                             st_ref, i32(slot), out_ref);
+  Tensor st_ref = contiguous(s.cpu, st0), out_ref = Tensor::empty({T, hv, d}, DType::kBF16);
+  gated_delta_rule_recurrent(s.cpu, q, k, v, g, beta, scale, i32(full_qsl), st_ref, i32(slot),
+                             out_ref);
 
   // Rows of the whole batch by token index lists.
-  auto gather = [&](const Tensor &x, const std::vector<int64_t> &rows) {
+  auto gather = [&](const Tensor& x, const std::vector<int64_t>& rows) {
     Shape shape = x.shape();
     shape[0] = int64_t(rows.size());
     Tensor y = Tensor::empty(shape, x.dtype());
     const size_t row_bytes = size_t(x.nbytes() / size_t(x.size(0)));
     for (size_t i = 0; i < rows.size(); ++i)
-      std::memcpy(static_cast<char *>(y.data_ptr()) + i * row_bytes,
-                  static_cast<const char *>(x.data_ptr()) +
-                      size_t(rows[i]) * row_bytes,
-                  row_bytes);
+      std::memcpy(static_cast<char*>(y.data_ptr()) + i * row_bytes,
+                  static_cast<const char*>(x.data_ptr()) + size_t(rows[i]) * row_bytes, row_bytes);
     return y;
   };
   std::vector<int64_t> prompt_rows;
   for (int64_t b = 0; b < B; ++b)
-    for (int32_t i = 0; i < prompt[size_t(b)]; ++i)
-      prompt_rows.push_back(full_qsl[size_t(b)] + i);
+    for (int32_t i = 0; i < prompt[size_t(b)]; ++i) prompt_rows.push_back(full_qsl[size_t(b)] + i);
   Tensor st_g = s.up(st0);
   const int64_t Tp = int64_t(prompt_rows.size());
   Tensor out_p = poisoned_gpu(s, {Tp, hv, d}, DType::kBF16);
-  gated_delta_rule_chunked(
-      s.gpu, s.up(gather(q, prompt_rows)), s.up(gather(k, prompt_rows)),
-      s.up(gather(v, prompt_rows)), s.up(gather(g, prompt_rows)),
-      s.up(gather(beta, prompt_rows)), scale, i32(prompt_qsl), st_g, i32(slot),
-      out_p);
+  gated_delta_rule_chunked(s.gpu, s.up(gather(q, prompt_rows)), s.up(gather(k, prompt_rows)),
+                           s.up(gather(v, prompt_rows)), s.up(gather(g, prompt_rows)),
+                           s.up(gather(beta, prompt_rows)), scale, i32(prompt_qsl), st_g, i32(slot),
+                           out_p);
   expect_close(s, gather(out_ref, prompt_rows), out_p, kBf16Rel, 1e-4,
                "tc prefill out vs CPU recurrence");
   std::vector<int32_t> step_qsl(size_t(B + 1));
-  for (int64_t b = 0; b <= B; ++b)
-    step_qsl[size_t(b)] = int32_t(b);
+  for (int64_t b = 0; b <= B; ++b) step_qsl[size_t(b)] = int32_t(b);
   for (int64_t i = 0; i < steps; ++i) {
     std::vector<int64_t> rows;
-    for (int64_t b = 0; b < B; ++b)
-      rows.push_back(full_qsl[size_t(b)] + prompt[size_t(b)] + i);
+    for (int64_t b = 0; b < B; ++b) rows.push_back(full_qsl[size_t(b)] + prompt[size_t(b)] + i);
     Tensor out_s = poisoned_gpu(s, {B, hv, d}, DType::kBF16);
-    gated_delta_rule_recurrent(s.gpu, s.up(gather(q, rows)),
-                               s.up(gather(k, rows)), s.up(gather(v, rows)),
-                               s.up(gather(g, rows)), s.up(gather(beta, rows)),
-                               scale, i32(step_qsl), st_g, i32(slot), out_s);
+    gated_delta_rule_recurrent(s.gpu, s.up(gather(q, rows)), s.up(gather(k, rows)),
+                               s.up(gather(v, rows)), s.up(gather(g, rows)),
+                               s.up(gather(beta, rows)), scale, i32(step_qsl), st_g, i32(slot),
+                               out_s);
     expect_close(s, gather(out_ref, rows), out_s, kBf16Rel, 1e-4,
                  "decode step " + std::to_string(i) + " after a tc prefill");
   }
-  expect_close(s, st_ref, st_g, 1e-4, 1e-4,
-               "state after tc prefill + 3 decode steps");
+  expect_close(s, st_ref, st_g, 1e-4, 1e-4, "state after tc prefill + 3 decode steps");
 }
 
-} // namespace
-} // namespace vt
+}  // namespace
+}  // namespace vt
