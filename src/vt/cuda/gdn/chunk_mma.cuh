@@ -8,7 +8,10 @@
 //   a b ~ a_small b_big + a_big b_small + a_big b_big
 // by three m16n8k8 tf32 mma with f32 accumulation, the small terms first; the dropped
 // a_small b_small is ~2^-22 of |a b|, so a product sum is f32-level (as CUTLASS's
-// 3xTF32 "fast accurate" GEMM).
+// 3xTF32 "fast accurate" GEMM). The kernels use mma_split: the residual products go to
+// a second accumulator, so the big one takes one toward-zero rounding per k-step rather
+// than three (a host emulation with toward-zero accumulation: out error 2x the f32
+// kernels' with one accumulator, equal with two).
 //
 // Fragments of mma.m16n8k8.row.col tf32 (PTX ISA), lane = 4 g + t:
 //   A 16x8 (row): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
@@ -65,6 +68,17 @@ __device__ __forceinline__ void mma(float (&c)[4], const FragA& a, const FragB& 
   mma_tf32(c, a.small, b.big);
   mma_tf32(c, a.big, b.small);
   mma_tf32(c, a.big, b.big);
+}
+
+// The same product with the residual terms summed into their own accumulator `lo`, which
+// the caller adds to `hi` at the end: the tensor cores round each mma's sum toward zero
+// at the accumulator's magnitude (no round-to-nearest), so two of three roundings on the
+// big accumulator go, and those on `lo` are ~2^-11 smaller. Two independent chains, too.
+__device__ __forceinline__ void mma_split(float (&hi)[4], float (&lo)[4], const FragA& a,
+                                          const FragB& b) {
+  mma_tf32(lo, a.small, b.big);
+  mma_tf32(lo, a.big, b.small);
+  mma_tf32(hi, a.big, b.big);
 }
 
 __device__ __forceinline__ int lane_g() { return int(threadIdx.x % 32) / 4; }

@@ -13,7 +13,7 @@
 // by R only) lands while the previous chunk computes U', out and S; B = k rows, P, the
 // U slice and gam lands while this chunk computes R. The out and state steps read only
 // U', P, o_s and k_s and write disjoint places, so one barrier ends the chunk.
-// Shared memory 161 KB (one CTA per SM), 145 registers.
+// Shared memory 161 KB (one CTA per SM), 153 registers.
 // FLOPs per (chunk, head, slice), Dk = Dv = 128, as run (each mma three times):
 // 128 x 32 x 128 x 2 (R) + 16 x 32 x (16 + 32 + 48 + 64) x 2 (out) + 128 x 32 x 64 x 2
 // (state) ~ 1.7 M.
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
     __syncthreads();
 
     // R = [W; q] S: this warp's 16 rows x 32 columns.
-    float acc[4][4] = {};
+    float acc[4][4] = {}, acc_lo[4][4] = {};
     {
       const float* a_rows = wq_s + warp * 16 * kWQStride;
 #pragma unroll 2
@@ -125,9 +125,13 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
         for (int nt = 0; nt < 4; ++nt) {
           mma3::FragB bf;
           mma3::load_b(bf, s_s + k0 * kSStride + nt * 8, kSStride);
-          mma3::mma(acc[nt], a, bf);
+          mma3::mma_split(acc[nt], acc_lo[nt], a, bf);
         }
       }
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[nt][r] += acc_lo[nt][r];
     }
     cp_async_wait<0>();  // B(ch) landed
     __syncthreads();     // ... for every thread; every warp is done reading wq_s
@@ -158,7 +162,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int mt = half == 0 ? warp / 4 : 3 - warp / 4;
-        float o[4];
+        float o[4], o_lo[4] = {};
 #pragma unroll
         for (int r = 0; r < 4; ++r)
           o[r] = o_s[(mt * 16 + g + (r / 2) * 8) * kSStride + nt * 8 + 2 * t + r % 2];
@@ -167,8 +171,10 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
           mma3::FragB bf;
           mma3::load_a(a, p_s + mt * 16 * kPStride + k0, kPStride);
           mma3::load_b(bf, u_s + k0 * kSStride + nt * 8, kSStride);
-          mma3::mma(o, a, bf);
+          mma3::mma_split(o, o_lo, a, bf);
         }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) o[r] += o_lo[r];
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           const int i = mt * 16 + g + (r / 2) * 8, col = col0 + nt * 8 + 2 * t + r % 2;
@@ -183,7 +189,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
       const float last = gam_s[kChunk - 1];  // gam is flat past the chunk's end
       const float decay = expf(last);
       const int d0 = warp * 16;
-      float s_acc[4][4];
+      float s_acc[4][4], s_lo[4][4] = {};
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
@@ -198,9 +204,13 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
         for (int nt = 0; nt < 4; ++nt) {
           mma3::FragB bf;
           mma3::load_b(bf, u_s + k0 * kSStride + nt * 8, kSStride);
-          mma3::mma(s_acc[nt], a, bf);
+          mma3::mma_split(s_acc[nt], s_lo[nt], a, bf);
         }
       }
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) s_acc[nt][r] += s_lo[nt][r];
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll

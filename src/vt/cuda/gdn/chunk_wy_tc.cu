@@ -15,7 +15,7 @@
 //      product), then the unit 16 x 16 diagonal block by forward substitution, one
 //      column per thread. Warp w owns columns 32w..32w+31 in both steps, so the solve
 //      needs no CTA barrier; each thread then writes its column of W or U.
-// Shared memory 85.5 KB, 113 registers: two CTAs per SM. Row strides padded to the
+// Shared memory 85.5 KB, 121 registers: two CTAs per SM. Row strides padded to the
 // fragment loaders' conflict-free residues (chunk_mma.cuh).
 // FLOPs per (chunk, head), Dk = Dv = 128, as run: 20 x 2 tiles of 16 x 8 x 128 x 2
 // (Gram, 1.3 M, three mma each, one at bf16/f16 q and k) + 16 x 256 x (16 + 32 + 48)
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
         nt = mt == 0 ? 2 + z : mt == 1 ? 4 + (z - 6) : 6 + (z - 10);
       }
       const int m0 = mt * kBlock, n0 = nt * 8;
-      float kk[4] = {}, qk[4] = {};
+      float kk[4] = {}, qk[4] = {}, kk_lo[4] = {}, qk_lo[4] = {};
       if (job < 20 && narrow_qk) {  // q, k exact in tf32: one mma per product, same sums
 #pragma unroll 4
         for (int d0 = 0; d0 < kDK; d0 += 8) {
@@ -140,9 +140,11 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
           mma3::load_a(ak, k_s + m0 * kQKStride + d0, kQKStride);
           mma3::load_a(aq, q_s + m0 * kQKStride + d0, kQKStride);
           mma3::load_b_trans(b, k_s + n0 * kQKStride + d0, kQKStride);
-          mma3::mma(kk, ak, b);
-          mma3::mma(qk, aq, b);
+          mma3::mma_split(kk, kk_lo, ak, b);
+          mma3::mma_split(qk, qk_lo, aq, b);
         }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) kk[r] += kk_lo[r], qk[r] += qk_lo[r];
       }
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
@@ -167,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
   for (int blk = 0; blk < kChunk / kBlock; ++blk) {
     const int r0 = blk * kBlock;
     if (blk > 0) {  // X_b -= L[b, <b] X[<b], by 16 x 8 tiles over the warp's 4 n-tiles
-      float acc[4][4] = {};
+      float acc[4][4] = {}, acc_lo[4][4] = {};
       for (int k0 = 0; k0 < r0; k0 += 8) {
         mma3::FragA a;
         mma3::load_a(a, l_s + r0 * kLStride + k0, kLStride);
@@ -175,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
         for (int nt = 0; nt < 4; ++nt) {
           mma3::FragB b;
           mma3::load_b(b, x_s + k0 * kXStride + col0 + nt * 8, kXStride);
-          mma3::mma(acc[nt], a, b);
+          mma3::mma_split(acc[nt], acc_lo[nt], a, b);
         }
       }
 #pragma unroll
@@ -183,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           const int i = r0 + g + (r / 2) * 8, j = col0 + nt * 8 + 2 * t + r % 2;
-          x_s[i * kXStride + j] -= acc[nt][r];
+          x_s[i * kXStride + j] -= acc[nt][r] + acc_lo[nt][r];
         }
       __syncwarp();
     }
