@@ -16,7 +16,9 @@
 //   qg [T, Hq * P]: the q projection. P = D when gate_out is undefined (plain q, Qwen3);
 //     P = 2D when it is defined: per head h, qg[t, h*2D : h*2D+D] is the query and
 //     qg[t, h*2D+D : (h+1)*2D] the gate (Qwen3.5, qwen3_5.md §6.1).
-//   k [T, Hkv * D]: the k projection.
+//   k [T, Hkv * D]: the k projection. qg and k need their features contiguous; the row
+//     stride is free (the attention layer passes column slices of one fused q/k/v
+//     projection output).
 //   q_norm_w, k_norm_w [D]: RMSNorm weights of `kind` (vt/ops/norm.h), applied per head.
 //   cos_sin [T, R] f32 contiguous (R even, R <= D): rotary on the first R dims, NeoX pairs
 //     (j, j + R/2), after the norm; dims [R, D) pass through.
@@ -30,7 +32,7 @@
 //     dtype's arithmetic (each product rounds, then the sum); the gate is sigmoid rounded
 //     once. Identical on the CPU to rms_norm then rope_neox then sigmoid (the unfused path)
 //     in either case.
-// Backends: CPU.
+// Backends: CPU and CUDA (vt/cuda/attention/preamble.cu).
 #pragma once
 
 #include <cstdint>
