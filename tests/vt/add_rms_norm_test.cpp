@@ -48,8 +48,8 @@ TEST(AddRmsNorm, EqualsAddThenRmsNormBitForBit) {
     for (RmsNormKind kind : {RmsNormKind::kPlain, RmsNormKind::kOnePlus})
       for (int64_t rows : {1, 7, 64}) {
         const int64_t cols = 1000 + 17 * rows;  // not a multiple of any vector width
-        const std::string what = std::string(dtype_name(c.residual)) + "/" +
-                                 dtype_name(c.delta) + "->" + dtype_name(c.out) +
+        const std::string what = std::string(dtype_name(c.residual)) + "/" + dtype_name(c.delta) +
+                                 "->" + dtype_name(c.out) +
                                  (kind == RmsNormKind::kPlain ? " plain" : " 1+w") + " rows " +
                                  std::to_string(rows);
         // A residual much larger than the delta: the rounding of the add matters.

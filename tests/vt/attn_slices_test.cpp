@@ -123,7 +123,8 @@ TEST(AttnSlices, StackedProjectionEqualsSeparateOnCpu) {
       for (int i = 0; i < 3; ++i) {
         Tensor one = Tensor::empty({T, ws[i]->size(0)}, dt);
         linear(s, x, *ws[i], one);
-        EXPECT_TRUE(same_bytes(one, contiguous(s, all.slice(1, starts[i], starts[i] + ws[i]->size(0)))))
+        EXPECT_TRUE(
+            same_bytes(one, contiguous(s, all.slice(1, starts[i], starts[i] + ws[i]->size(0)))))
             << dtype_name(dt) << " T " << T << " projection " << i;
       }
     }

@@ -38,8 +38,8 @@ TEST(CudaAddRmsNorm, MatchesCpu) {
     for (RmsNormKind kind : {RmsNormKind::kPlain, RmsNormKind::kOnePlus})
       for (int64_t rows : {1, 3, 64})
         for (int64_t cols : {4096, 2049, 5120}) {
-          const std::string what = std::string(dtype_name(c.residual)) + "/" +
-                                   dtype_name(c.delta) + "->" + dtype_name(c.out) +
+          const std::string what = std::string(dtype_name(c.residual)) + "/" + dtype_name(c.delta) +
+                                   "->" + dtype_name(c.out) +
                                    (kind == RmsNormKind::kPlain ? " plain" : " 1+w") + " [" +
                                    std::to_string(rows) + ", " + std::to_string(cols) + "]";
           const Tensor x0 = cudatest::randn({rows, cols}, c.residual, 3.0, seed++);
@@ -71,7 +71,8 @@ TEST(CudaAddRmsNorm, OutMayBeDelta) {
   const Tensor x0 = cudatest::randn({8, 4096}, DType::kBF16, 3.0, 7);
   const Tensor d0 = cudatest::randn({8, 4096}, DType::kBF16, 0.2, 8);
   const Tensor w = cudatest::randn({4096}, DType::kBF16, 0.3, 9);
-  Tensor x_cpu = Tensor::empty(x0.shape(), x0.dtype()), d_cpu = Tensor::empty(d0.shape(), d0.dtype());
+  Tensor x_cpu = Tensor::empty(x0.shape(), x0.dtype()),
+         d_cpu = Tensor::empty(d0.shape(), d0.dtype());
   copy(s.cpu, x0, x_cpu);
   copy(s.cpu, d0, d_cpu);
   add_rms_norm(s.cpu, x_cpu, d_cpu, w, 1e-6f, RmsNormKind::kOnePlus, d_cpu);
@@ -90,12 +91,14 @@ TEST(CudaAddRmsNorm, CapturedGraphHasOneKernelNodeAndReplays) {
   const Tensor x0 = cudatest::randn({2, 4096}, DType::kBF16, 3.0, 21);
   const Tensor d0 = cudatest::randn({2, 4096}, DType::kBF16, 0.2, 22);
   const Tensor w = cudatest::randn({4096}, DType::kBF16, 0.3, 23);
-  Tensor x_cpu = Tensor::empty(x0.shape(), x0.dtype()), out_cpu = Tensor::empty(x0.shape(), DType::kBF16);
+  Tensor x_cpu = Tensor::empty(x0.shape(), x0.dtype()),
+         out_cpu = Tensor::empty(x0.shape(), DType::kBF16);
   copy(s.cpu, x0, x_cpu);
   add_rms_norm(s.cpu, x_cpu, d0, w, 1e-6f, RmsNormKind::kOnePlus, out_cpu);
 
   Tensor x_gpu = s.up(x0), d_gpu = s.up(d0), w_gpu = s.up(w);
   Tensor out_gpu = cudatest::poisoned_gpu(s, x0.shape(), DType::kBF16);
+  s.gpu.synchronize();
   s.gpu.begin_capture();
   add_rms_norm(s.gpu, x_gpu, d_gpu, w_gpu, 1e-6f, RmsNormKind::kOnePlus, out_gpu);
   cuda::GraphExecPtr fused = s.gpu.end_capture();
@@ -109,6 +112,10 @@ TEST(CudaAddRmsNorm, CapturedGraphHasOneKernelNodeAndReplays) {
   rms_norm(s.gpu, x_gpu, w_gpu, 1e-6f, RmsNormKind::kOnePlus, out_gpu);
   cuda::GraphExecPtr pair = s.gpu.end_capture();
   EXPECT_EQ(Stream::graph_kernel_nodes(*pair), 2);
+  fused.reset();
+  pair.reset();
+  s.gpu.synchronize();
+  cuda::release_graph_pool(0);
 }
 
 }  // namespace

@@ -46,10 +46,11 @@ TEST(CudaAttnSlices, PreambleAndCacheWriteOnFusedQkvSlicesMatchCpu) {
                                      : rope_cos_sin_table(pos.select(0, 0), c.rotary, 1e6);
     const Tensor qkv_g = s.up(qkv), cs_g = s.up(cs);
 
-    Tensor qo = Tensor::empty({c.T, c.hq, c.d}, c.dtype), ko = Tensor::empty({c.T, c.hkv, c.d}, c.dtype);
+    Tensor qo = Tensor::empty({c.T, c.hq, c.d}, c.dtype),
+           ko = Tensor::empty({c.T, c.hkv, c.d}, c.dtype);
     Tensor go = c.gated ? Tensor::empty({c.T, c.hq, c.d}, c.dtype) : Tensor();
-    attn_qk_norm_rope_gate(s.cpu, qkv.slice(1, 0, qw), qkv.slice(1, qw, qw + kw), qw_n, kw_n,
-                           1e-6f, c.kind, cs, qo, ko, go);
+    attn_qk_norm_rope_gate(s.cpu, qkv.slice(1, 0, qw), qkv.slice(1, qw, qw + kw), qw_n, kw_n, 1e-6f,
+                           c.kind, cs, qo, ko, go);
     Tensor qo_g = poisoned_gpu(s, {c.T, c.hq, c.d}, c.dtype);
     Tensor ko_g = poisoned_gpu(s, {c.T, c.hkv, c.d}, c.dtype);
     Tensor go_g = c.gated ? poisoned_gpu(s, {c.T, c.hq, c.d}, c.dtype) : Tensor();

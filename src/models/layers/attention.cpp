@@ -39,9 +39,8 @@ FullAttention::FullAttention(const AttentionDims& d, WeightStore& w, const std::
 }
 
 void FullAttention::unfused_preamble(vt::Stream& s, const vt::Tensor& qg_slice,
-                                     const vt::Tensor& k_slice,
-                                     const BatchInputs& in, vt::Tensor& q_out, vt::Tensor& k_out,
-                                     vt::Tensor& gate) const {
+                                     const vt::Tensor& k_slice, const BatchInputs& in,
+                                     vt::Tensor& q_out, vt::Tensor& k_out, vt::Tensor& gate) const {
   VT_CHECK(in.positions.dim() == 1,
            "attention: the unfused preamble (VT_FUSE_ATTN_PREAMBLE=0) applies 1-D rotary only, "
            "and this batch has MRoPE positions ",

@@ -41,9 +41,8 @@ __global__ void __launch_bounds__(kThreads) add_rms_norm_kernel(AddRmsNormParams
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < p.cols; i += kThreads) {
     // The residual stream rounds every add (qwen3_5.md §4); the norm reads the rounded value.
-    const float v =
-        round_to(load_f32(res, p.residual_dtype, i) + load_f32(delta, p.delta_dtype, i),
-                 p.residual_dtype);
+    const float v = round_to(load_f32(res, p.residual_dtype, i) + load_f32(delta, p.delta_dtype, i),
+                             p.residual_dtype);
     store_f32(res, p.residual_dtype, i, v);
     ss += v * v;
   }
