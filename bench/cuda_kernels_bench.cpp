@@ -117,11 +117,34 @@ void bench_copy_and_rowwise() {
       2.0 * double(n) * 2, 0);
   vt::Tensor x = rand_gpu({4096, 5120}, vt::DType::kBF16), w = rand_gpu({5120}, vt::DType::kBF16);
   vt::Tensor y = rand_gpu({4096, 5120}, vt::DType::kBF16);
-  row("rms_norm bf16 [4096, 5120]", time_ms([&] {
-        vt::rms_norm(*g_gpu, x, w, 1e-6f, vt::RmsNormKind::kOnePlus, y);
-      }),
+  row("rms_norm bf16 [4096, 5120]",
+      time_ms([&] { vt::rms_norm(*g_gpu, x, w, 1e-6f, vt::RmsNormKind::kOnePlus, y); }),
       2.0 * 4096 * 5120 * 2, 0);
-  vt::Tensor gu = rand_gpu({4096, 2 * 17408}, vt::DType::kBF16), h = rand_gpu({4096, 17408}, vt::DType::kBF16);
+  // The decoder's residual add + norm (one pass: read residual and delta, write both).
+  // The decode rows (1 and 64 rows of the 9B width) show the fixed cost of a launch.
+  for (int64_t rows : {int64_t(4096), int64_t(64), int64_t(1)}) {
+    const int64_t cols = rows == 4096 ? 5120 : 4096;
+    vt::Tensor res = rand_gpu({rows, cols}, vt::DType::kBF16),
+               d = rand_gpu({rows, cols}, vt::DType::kBF16, 1, 3);
+    vt::Tensor o = rand_gpu({rows, cols}, vt::DType::kBF16),
+               wn = rand_gpu({cols}, vt::DType::kBF16);
+    row("add_rms_norm bf16 [" + std::to_string(rows) + ", " + std::to_string(cols) + "]",
+        time_ms([&] { vt::add_rms_norm(*g_gpu, res, d, wn, 1e-6f, vt::RmsNormKind::kOnePlus, o); }),
+        4.0 * double(rows * cols) * 2, 0);
+  }
+  // The GDN layer's q/k l2 norm: one launch over a [T, 2 Hk, Dk] per-head view of the
+  // conv output's column slice (two-level rows), f32 out.
+  {
+    const int64_t T = 4096, hk = 16, dk = 128, conv_dim = 2 * hk * dk + 32 * 128;
+    vt::Tensor act = rand_gpu({T, conv_dim}, vt::DType::kBF16);
+    vt::Tensor qk = vt::Tensor::empty({T, 2 * hk, dk}, vt::DType::kF32, g_gpu->device());
+    const vt::Tensor view = act.slice(1, 0, 2 * hk * dk).reshape({T, 2 * hk, dk});
+    row("l2_normalize bf16 [4096, 32, 128] heads of a column slice -> f32",
+        time_ms([&] { vt::l2_normalize(*g_gpu, view, 1e-6f, qk); }),
+        double(T * 2 * hk * dk) * (2 + 4), 0);
+  }
+  vt::Tensor gu = rand_gpu({4096, 2 * 17408}, vt::DType::kBF16),
+             h = rand_gpu({4096, 17408}, vt::DType::kBF16);
   row("silu_and_mul bf16 [4096, 2 x 17408]", time_ms([&] { vt::silu_and_mul(*g_gpu, gu, h); }),
       3.0 * 4096 * 17408 * 2, 0);
 }
@@ -132,11 +155,12 @@ void bench_gemm() {
   };
   for (Shape s : {Shape{1, 5120, 12288}, Shape{64, 5120, 12288}, Shape{4096, 5120, 12288},
                   Shape{4096, 17408, 5120}, Shape{8192, 8192, 8192}}) {
-    vt::Tensor x = rand_gpu({s.m, s.k}, vt::DType::kBF16), w = rand_gpu({s.n, s.k}, vt::DType::kBF16, 0.02f);
+    vt::Tensor x = rand_gpu({s.m, s.k}, vt::DType::kBF16),
+               w = rand_gpu({s.n, s.k}, vt::DType::kBF16, 0.02f);
     vt::Tensor out = rand_gpu({s.m, s.n}, vt::DType::kBF16);
     const double bytes = 2.0 * double(s.m * s.k + s.n * s.k + s.m * s.n);
-    row("linear bf16 M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) + " N=" +
-            std::to_string(s.n),
+    row("linear bf16 M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
+            " N=" + std::to_string(s.n),
         time_ms([&] { vt::linear(*g_gpu, x, w, out); }), bytes, 2.0 * double(s.m * s.n * s.k));
   }
 }
@@ -163,9 +187,11 @@ void bench_gemm_decode_rows(const std::vector<Proj>& projs) {
                                " K=" + std::to_string(p.k) + " N=" + std::to_string(p.n);
       if (vt::cuda::skinny_supports(x, w, out))
         row(name + " skinny",
-            time_ms([&] {
-              vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, 0, vt::cuda::SkinnyPdl::kOff);
-            }, &flush),
+            time_ms(
+                [&] {
+                  vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, 0, vt::cuda::SkinnyPdl::kOff);
+                },
+                &flush),
             bytes, 2.0 * double(m * p.n * p.k));
       row(name + " cublaslt",
           time_ms([&] { vt::cuda::linear_cublaslt(*g_gpu, x, w, {}, out); }, &flush), bytes,
@@ -176,14 +202,14 @@ void bench_gemm_decode_rows(const std::vector<Proj>& projs) {
 
 void bench_gemm_decode() {
   const std::vector<Proj> projs = {
-      {"3.5 q_proj", 4096, 8192},      {"3.5 k/v_proj", 4096, 1024},
+      {"3.5 q_proj", 4096, 8192},       {"3.5 k/v_proj", 4096, 1024},
       {"3.5 o/out_proj,z", 4096, 4096}, {"3.5 in_proj_qkv", 4096, 8192},
-      {"3.5 in_proj_b/a", 4096, 32},   {"3.5 gate_up", 4096, 24576},
-      {"3.5 down", 12288, 4096},       {"3.5 lm_head", 4096, 248320},
-      {"27B q_proj", 5120, 12288},     {"27B k/v_proj", 5120, 1024},
-      {"27B o/out_proj", 6144, 5120},  {"27B in_proj_qkv", 5120, 10240},
-      {"27B in_proj_z", 5120, 6144},   {"27B in_proj_b/a", 5120, 48},
-      {"27B gate_up", 5120, 34816},    {"27B down", 17408, 5120},
+      {"3.5 in_proj_b/a", 4096, 32},    {"3.5 gate_up", 4096, 24576},
+      {"3.5 down", 12288, 4096},        {"3.5 lm_head", 4096, 248320},
+      {"27B q_proj", 5120, 12288},      {"27B k/v_proj", 5120, 1024},
+      {"27B o/out_proj", 6144, 5120},   {"27B in_proj_qkv", 5120, 10240},
+      {"27B in_proj_z", 5120, 6144},    {"27B in_proj_b/a", 5120, 48},
+      {"27B gate_up", 5120, 34816},     {"27B down", 17408, 5120},
       {"27B lm_head", 5120, 248320},
   };
   bench_gemm_decode_rows(projs);
@@ -196,9 +222,11 @@ void bench_gemm_decode() {
     vt::Tensor out = rand_gpu({1, p.n}, vt::DType::kBF16, 1.0f, 5);
     for (int split : {1, 2, 4, 8})
       row(std::string("decode ") + p.name + " M=1 skinny split=" + std::to_string(split),
-          time_ms([&] {
-            vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, split, vt::cuda::SkinnyPdl::kOff);
-          }, &flush),
+          time_ms(
+              [&] {
+                vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, split, vt::cuda::SkinnyPdl::kOff);
+              },
+              &flush),
           2.0 * double(p.k + p.n * p.k + p.n), 2.0 * double(p.n * p.k));
   }
 }
@@ -223,21 +251,28 @@ constexpr Variant kVariants[] = {Variant::kCublasLt, Variant::kSkinny, Variant::
                                  Variant::kSkinnyPdlL2};
 const char* variant_name(Variant v) {
   switch (v) {
-    case Variant::kCublasLt: return "cublaslt";
-    case Variant::kSkinny: return "skinny";
-    case Variant::kSkinnyPdl: return "skinny+pdl";
-    default: return "skinny+pdl+l2";
+    case Variant::kCublasLt:
+      return "cublaslt";
+    case Variant::kSkinny:
+      return "skinny";
+    case Variant::kSkinnyPdl:
+      return "skinny+pdl";
+    default:
+      return "skinny+pdl+l2";
   }
 }
 
 void gemm_as(Variant v, const vt::Tensor& x, const vt::Tensor& w, const vt::Tensor& out) {
   using vt::cuda::SkinnyPdl;
   switch (v) {
-    case Variant::kCublasLt: return vt::cuda::linear_cublaslt(*g_gpu, x, w, {}, out);
-    case Variant::kSkinny: return vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, 0, SkinnyPdl::kOff);
+    case Variant::kCublasLt:
+      return vt::cuda::linear_cublaslt(*g_gpu, x, w, {}, out);
+    case Variant::kSkinny:
+      return vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, 0, SkinnyPdl::kOff);
     case Variant::kSkinnyPdl:
       return vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, 0, SkinnyPdl::kRing);
-    default: return vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, 0, SkinnyPdl::kRingL2);
+    default:
+      return vt::cuda::linear_skinny(*g_gpu, x, w, {}, out, 0, SkinnyPdl::kRingL2);
   }
 }
 
@@ -313,9 +348,10 @@ void bench_decode_chains() {
     const char* name;
     int64_t n, k, copies;
   };
-  const Shape shapes[] = {{"gdn in_proj 12352x4096", kGdnIn, kH, 4}, {"out/o_proj 4096x4096", kH, kH, 4},
-                          {"gate_up 24576x4096", 2 * kI, kH, 4},     {"down 4096x12288", kH, kI, 4},
-                          {"attn qkv 10240x4096", kQkv, kH, 4},      {"lm_head 151936x4096", kVocab, kH, 2}};
+  const Shape shapes[] = {
+      {"gdn in_proj 12352x4096", kGdnIn, kH, 4}, {"out/o_proj 4096x4096", kH, kH, 4},
+      {"gate_up 24576x4096", 2 * kI, kH, 4},     {"down 4096x12288", kH, kI, 4},
+      {"attn qkv 10240x4096", kQkv, kH, 4},      {"lm_head 151936x4096", kVocab, kH, 2}};
   std::vector<std::vector<vt::Tensor>> shape_w;
   for (const Shape& sh : shapes) {
     shape_w.emplace_back();
@@ -337,14 +373,14 @@ void bench_decode_chains() {
                  a3 = act(kH, 45), p3 = act(2 * kI, 46), a4 = act(kI, 47), p4 = act(kH, 48),
                  a5 = act(kH, 49), p5 = act(kQkv, 50), a6 = act(kH, 51), p6 = act(kH, 52),
                  a7 = act(kH, 53), p7 = act(2 * kI, 54), a8 = act(kI, 55), p8 = act(kH, 56);
-      add_step(layers, 0, h, a1, w_in, p1);                     // input norm -> in_proj
+      add_step(layers, 0, h, a1, w_in, p1);                    // input norm -> in_proj
       add_step(layers, 0, p1.slice(1, 0, kH), a2, w_out, p2);  // (conv, delta rule) -> out_proj
-      add_step(layers, 0, p2, a3, w_gu1, p3);                   // post norm -> gate_up
-      add_step(layers, 1, p3, a4, w_dn1, p4);                   // silu_and_mul -> down
-      add_step(layers, 0, p4, a5, w_qkv, p5);                   // input norm -> qkv
+      add_step(layers, 0, p2, a3, w_gu1, p3);                  // post norm -> gate_up
+      add_step(layers, 1, p3, a4, w_dn1, p4);                  // silu_and_mul -> down
+      add_step(layers, 0, p4, a5, w_qkv, p5);                  // input norm -> qkv
       add_step(layers, 0, p5.slice(1, 0, kH), a6, w_o, p6);    // (attention) -> o_proj
-      add_step(layers, 0, p6, a7, w_gu2, p7);                   // post norm -> gate_up
-      add_step(layers, 1, p7, a8, w_dn2, p8);                   // silu_and_mul -> down
+      add_step(layers, 0, p6, a7, w_gu2, p7);                  // post norm -> gate_up
+      add_step(layers, 1, p7, a8, w_dn2, p8);                  // silu_and_mul -> down
     }
     // The same GEMMs back to back, x a slice of the previous output: what PDL gives once
     // the kernels between the GEMMs trigger their dependents early too.
@@ -394,13 +430,15 @@ void bench_decode_chains() {
     }
     vt::cuda::release_graph_pool(0);
   }
-  std::printf("\nDecode GEMM rule verdicts (chain microseconds; the fastest variant per M and "
-              "chain):\n");
+  std::printf(
+      "\nDecode GEMM rule verdicts (chain microseconds; the fastest variant per M and "
+      "chain):\n");
   for (const std::string& v : verdicts) std::printf("%s\n", v.c_str());
-  std::printf("Switches: cublaslt = VTLLM_GEMM_SKINNY=0; skinny = VTLLM_GEMM_PDL=0; skinny+pdl+l2 "
-              "= VTLLM_GEMM_PDL=1 (default); skinny+pdl has no switch (SkinnyPdl::kRing).\n"
-              "Shipped rule (vt/cuda/gemm.h): skinny+pdl+l2 for M <= %lld, cublaslt above.\n\n",
-              static_cast<long long>(vt::cuda::kSkinnyMaxM));
+  std::printf(
+      "Switches: cublaslt = VTLLM_GEMM_SKINNY=0; skinny = VTLLM_GEMM_PDL=0; skinny+pdl+l2 "
+      "= VTLLM_GEMM_PDL=1 (default); skinny+pdl has no switch (SkinnyPdl::kRing).\n"
+      "Shipped rule (vt/cuda/gemm.h): skinny+pdl+l2 for M <= %lld, cublaslt above.\n\n",
+      static_cast<long long>(vt::cuda::kSkinnyMaxM));
   g_norm_weights.clear();
 }
 
@@ -460,8 +498,8 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
   pairs *= double(B);
   for (int64_t j = q_len; j < q_len + q0_extra; ++j) pairs += double(ctx + j + 1);
   const double flops = 4.0 * pairs * double(hq * d);
-  row("paged_attention B=" + std::to_string(B) + " ctx=" + std::to_string(ctx) + " q=" +
-          std::to_string(q_len) + (q0_extra ? "(+" + std::to_string(q0_extra) + ")" : "") +
+  row("paged_attention B=" + std::to_string(B) + " ctx=" + std::to_string(ctx) +
+          " q=" + std::to_string(q_len) + (q0_extra ? "(+" + std::to_string(q0_extra) + ")" : "") +
           " Hq/Hkv=" + std::to_string(hq) + "/" + std::to_string(hkv) + " D=" + std::to_string(d) +
           (out_dt != vt::DType::kBF16 ? " f32 out (CUDA cores)"
                                       : (q_len + q0_extra > 1 ? " mma" : "")) +
@@ -480,9 +518,12 @@ void bench_attention(int64_t B, int64_t ctx, int64_t q_len, int64_t hq, int64_t 
 void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv, bool chunked,
                const std::string& tag = "") {
   const int64_t dk = 128, dv = 128, T = B * tokens_each;
-  vt::Tensor q = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f), k = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f, 2);
-  vt::Tensor v = rand_gpu({T, hv, dv}, vt::DType::kBF16, 1, 3), out = rand_gpu({T, hv, dv}, vt::DType::kBF16);
-  vt::Tensor g = rand_gpu({T, hv}, vt::DType::kF32, 0.01f, 4), beta = rand_gpu({T, hv}, vt::DType::kF32, 0.1f, 5);
+  vt::Tensor q = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f),
+             k = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f, 2);
+  vt::Tensor v = rand_gpu({T, hv, dv}, vt::DType::kBF16, 1, 3),
+             out = rand_gpu({T, hv, dv}, vt::DType::kBF16);
+  vt::Tensor g = rand_gpu({T, hv}, vt::DType::kF32, 0.01f, 4),
+             beta = rand_gpu({T, hv}, vt::DType::kF32, 0.1f, 5);
   vt::Tensor state = rand_gpu({B, hv, dk, dv}, vt::DType::kF32, 0.01f, 6);
   std::vector<int32_t> qsl{0}, slots;
   for (int64_t b = 0; b < B; ++b) {
@@ -496,17 +537,18 @@ void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv, bool chun
     else
       vt::gated_delta_rule_recurrent(*g_gpu, q, k, v, g, beta, 0.088f, qt, state, st, out);
   });
-  const double bytes = double(B * hv * dk * dv) * 4 * 2 + double(T) * double(2 * hk * dk + 2 * hv * dv) * 2;
+  const double bytes =
+      double(B * hv * dk * dv) * 4 * 2 + double(T) * double(2 * hk * dk + 2 * hv * dv) * 2;
   const double chunks = double(B * ((tokens_each + 63) / 64)), c = 64;
   const double per_chunk_head = 2 * c * c * dk * 2 + c * (c - 1) / 2 * (dk + dv) * 2 +
                                 2 * c * dk * dv * 2 + 288.0 * 8 * dv * 2 + c * dk * dv * 2;
-  const double flops = chunked ? chunks * double(hv) * per_chunk_head : 4.0 * double(T * hv * dk * dv);
+  const double flops =
+      chunked ? chunks * double(hv) * per_chunk_head : 4.0 * double(T * hv * dk * dv);
   row(std::string(chunked ? "gdn chunked" : "gdn recurrent") + " B=" + std::to_string(B) +
           " tokens=" + std::to_string(tokens_each) + " Hk/Hv=" + std::to_string(hk) + "/" +
           std::to_string(hv) + (chunked ? " (% of f32 67)" : "") + tag,
       ms, bytes, flops, chunked ? kF32TFlops : kBf16TFlops);
 }
-
 
 // Runs fn with the environment variable name set to value (the decode kernels' A/B
 // switches, read per call: VTLLM_ATTN_DECODE, VTLLM_GDN_DECODE), then unsets it.
@@ -533,8 +575,9 @@ void bench_decode() {
                        {32, 4096, 16, 4, 256}, {64, 4096, 16, 4, 256}};
   for (const Attn& a : attn) {
     bench_attention(a.B, a.ctx, 1, a.hq, a.hkv, a.d);
-    with_env("VTLLM_ATTN_DECODE", "cuda_cores",
-             [&] { bench_attention(a.B, a.ctx, 1, a.hq, a.hkv, a.d, vt::DType::kBF16, 0, " [old]"); });
+    with_env("VTLLM_ATTN_DECODE", "cuda_cores", [&] {
+      bench_attention(a.B, a.ctx, 1, a.hq, a.hkv, a.d, vt::DType::kBF16, 0, " [old]");
+    });
   }
   // As the engine's decode graphs call it: bounds {B, 1, 16384} over a shorter context.
   for (int64_t B : {1, 64}) {
@@ -573,7 +616,7 @@ int main(int argc, char** argv) {
   bench_gemm();
   bench_gemm_decode();
   bench_decode();
-  bench_attention(1, 0, 4096, 24, 4, 256);    // prefill of a 4K prompt
+  bench_attention(1, 0, 4096, 24, 4, 256);  // prefill of a 4K prompt
   // Prefill at the Qwen3.5 default text shape (16 query heads on 4 kv heads, D 256);
   // FLOPs count causal pairs only: 4 Hq D sum over queries of keys attended.
   bench_attention(1, 0, 512, 16, 4, 256);
@@ -587,8 +630,8 @@ int main(int argc, char** argv) {
   bench_attention(64, 4096, 1, 24, 4, 256, vt::DType::kBF16, 1);
   bench_attention(1, 32768, 1, 24, 4, 256, vt::DType::kBF16, 1);
   bench_attention(64, 4096, 1, 16, 4, 256, vt::DType::kBF16, 1);
-  bench_gdn(1, 4096, 16, 48, false);          // prefill by the token loop (the old path)
-  for (int64_t hv : {32, 48}) {               // prefill by chunks: 35B (Hv 32), 27B (Hv 48)
+  bench_gdn(1, 4096, 16, 48, false);  // prefill by the token loop (the old path)
+  for (int64_t hv : {32, 48}) {       // prefill by chunks: 35B (Hv 32), 27B (Hv 48)
     bench_gdn(1, 512, 16, hv, true);
     bench_gdn(1, 4096, 16, hv, true);
     bench_gdn(8, 512, 16, hv, true);
