@@ -14,8 +14,14 @@
 #
 # Environment: DEB_DIR (.deb), VTLLM_PREFIX (/tmp/vtllm-prefix), BUILD_DIR
 # (/tmp/vtllm-build), JOBS (16), VTLLM_CUDA (ON), GTEST_FILTER (all tests),
-# BENCH=1 (also run bench/cuda_*_bench), SANITIZE=1 (also run the CUDA tests under
-# compute-sanitizer memcheck; SANITIZE_FILTER, SANITIZE_TIMEOUT seconds, 300).
+# SHARDS (8: vt_tests runs as that many gtest shards in parallel; its CUDA cases are
+# independent and long; the other binaries run whole, one at a time, because engine and
+# model tests size their caches from the GPU's free memory), BENCH=1 (also run
+# bench/cuda_*_bench), THROUGHPUT="qwen3_5-default-text qwen3_6-27b" (also run `vtllm
+# bench throughput` with dummy weights on those bench/models configs: decode batch 1, 8,
+# 32, 64 at context 512, prefill 512 and 4096; JSON in the logs), SANITIZE=1 (also run
+# the CUDA tests under compute-sanitizer memcheck; SANITIZE_FILTER, SANITIZE_TIMEOUT
+# seconds, 300).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -110,17 +116,38 @@ all_ok=$build_ok
 count() {  # count <pattern> <log>: the N of gtest's "[  PATTERN  ] N test" summary line
   sed -nE "s/^\[ *$1 *\] ([0-9]+) tests?[,.].*/\1/p" "$2" | tail -1
 }
+shards=${SHARDS:-8}
+sum() {  # sum <pattern> <log>...: count over the shards' logs
+  local n=0 f c
+  for f in "${@:2}"; do c=$(count "$1" "$f"); n=$((n + ${c:-0})); done
+  echo "$n"
+}
 for bin in "$build"/tests/*_tests; do
   [ -x "$bin" ] || continue
   name=$(basename "$bin")
   say "running $name"
   set +e
-  "$bin" --gtest_color=no ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} > "$logs/$name.log" 2>&1
-  rc=$?
+  if [ "$name" = vt_tests ] && [ "$shards" -gt 1 ]; then
+    pids=()
+    for ((i = 0; i < shards; i++)); do
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin" --gtest_color=no \
+        ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} > "$logs/$name.shard$i.log" 2>&1 &
+      pids+=($!)
+    done
+    rc=0
+    for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+    shard_logs=("$logs/$name".shard*.log)
+    cat "${shard_logs[@]}" > "$logs/$name.log"
+  else
+    "$bin" --gtest_color=no ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} > "$logs/$name.log" 2>&1
+    rc=$?
+    shard_logs=("$logs/$name.log")
+  fi
   set -e
-  tail -n 30 "$logs/$name.log"
-  passed=$(count PASSED "$logs/$name.log"); skipped=$(count SKIPPED "$logs/$name.log")
-  failed=$(count FAILED "$logs/$name.log")
+  grep -E '^\[  FAILED  \].*\(' "$logs/$name.log" || true
+  tail -n 5 "$logs/$name.log"
+  passed=$(sum PASSED "${shard_logs[@]}"); skipped=$(sum SKIPPED "${shard_logs[@]}")
+  failed=$(sum FAILED "${shard_logs[@]}")
   [ "$rc" -eq 0 ] || all_ok=0
   rows+=("$(printf '%-18s %6s %6s %7s  %s' "$name" "${passed:-0}" "${failed:-0}" "${skipped:-0}" \
     "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
@@ -154,6 +181,19 @@ if [ "${BENCH:-0}" = 1 ]; then
       "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
   done
 fi
+for model in ${THROUGHPUT:-}; do
+  say "vtllm bench throughput $model"
+  set +e
+  "$build/vtllm" bench throughput "$root/bench/models/$model" --load-format dummy --device cuda \
+    --batch 1,8,32,64 --input-len 512 --output-len 64 --prefill-lens 512,4096 \
+    --json "$logs/throughput_$model.json" > "$logs/throughput_$model.log" 2>&1
+  rc=$?
+  set -e
+  tail -n 20 "$logs/throughput_$model.log"
+  [ "$rc" -eq 0 ] || all_ok=0
+  rows+=("$(printf '%-18s %6s %6s %7s  %s' "throughput ${model:0:7}" "-" "-" "-" \
+    "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+done
 if [ "${SANITIZE:-0}" = 1 ]; then
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   filter=${SANITIZE_FILTER:-Cuda*}
