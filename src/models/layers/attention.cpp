@@ -15,24 +15,14 @@ namespace vtllm::models {
 FullAttention::FullAttention(const AttentionDims& d, WeightStore& w, const std::string& prefix,
                              bool fused_preamble)
     : d_(d), fused_(fused_preamble) {
-  vt::Stream& s = w.stream();
   q_rows_ = d.heads * d.head_dim * (d.output_gate ? 2 : 1);
   kv_rows_ = d.kv_heads * d.head_dim;
-  const vt::Tensor q = w.take(prefix + "q_proj.weight", {q_rows_, d.hidden});
-  const vt::Tensor k = w.take(prefix + "k_proj.weight", {kv_rows_, d.hidden});
-  const vt::Tensor v = w.take(prefix + "v_proj.weight", {kv_rows_, d.hidden});
-  VT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), prefix, "q_proj is ", q.str(),
-           ", k_proj ", k.str(), ", v_proj ", v.str(), ": one dtype expected");
-  // q, k and v stacked on the weights' device in their dtype (one linear per step); the
-  // originals are freed on return.
-  qkv_proj_ = vt::Tensor::empty({q_rows_ + 2 * kv_rows_, d.hidden}, q.dtype(), w.device());
-  vt::Tensor q_rows = qkv_proj_.slice(0, 0, q_rows_);
-  vt::Tensor k_rows = qkv_proj_.slice(0, q_rows_, q_rows_ + kv_rows_);
-  vt::Tensor v_rows = qkv_proj_.slice(0, q_rows_ + kv_rows_, q_rows_ + 2 * kv_rows_);
-  vt::copy(s, q, q_rows);
-  vt::copy(s, k, k_rows);
-  vt::copy(s, v, v_rows);
-  s.synchronize();  // the copies read q, k and v, which die next
+  // One linear per step instead of three (the preamble and kv_cache_write read its column
+  // slices).
+  qkv_proj_ = w.take_stacked({{prefix + "q_proj.weight", q_rows_},
+                              {prefix + "k_proj.weight", kv_rows_},
+                              {prefix + "v_proj.weight", kv_rows_}},
+                             d.hidden);
   o_proj_ = w.take(prefix + "o_proj.weight", {d.hidden, d.heads * d.head_dim});
   q_norm_ = w.take(prefix + "q_norm.weight", {d.head_dim});
   k_norm_ = w.take(prefix + "k_norm.weight", {d.head_dim});

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "vt/ops/copy.h"
 #include "vt/ops/fill.h"
 #include "vt/ops/gdn.h"
 #include "vt/ops/gemm.h"
@@ -25,24 +24,13 @@ GatedDeltaNet::GatedDeltaNet(const io::LinearAttentionConfig& d, int64_t hidden,
                              WeightStore& w, const std::string& prefix)
     : d_(d), hidden_(hidden), eps_(eps) {
   const int64_t hv = d.num_value_heads, K = d.conv_kernel_dim;
-  vt::Stream& s = w.stream();
-  const vt::Tensor parts[] = {w.take(prefix + "in_proj_qkv.weight", {d.conv_dim(), hidden}),
-                              w.take(prefix + "in_proj_z.weight", {d.value_dim(), hidden}),
-                              w.take(prefix + "in_proj_b.weight", {hv, hidden}),
-                              w.take(prefix + "in_proj_a.weight", {hv, hidden})};
-  for (const vt::Tensor& p : parts)
-    VT_CHECK(p.dtype() == parts[0].dtype(), prefix, "in_proj_qkv is ", parts[0].str(),
-             " but another input projection is ", p.str());
-  // Stacked on the weights' device in their dtype (as SwiGluMlp's gate_up): one linear
-  // per step instead of four; the originals are freed on return.
-  in_proj_ = vt::Tensor::empty({in_proj_rows(), hidden}, parts[0].dtype(), w.device());
-  int64_t row = 0;
-  for (const vt::Tensor& p : parts) {
-    vt::Tensor rows = in_proj_.slice(0, row, row + p.size(0));
-    vt::copy(s, p, rows);
-    row += p.size(0);
-  }
-  s.synchronize();  // the copies read the originals, which die next
+  // One linear per step instead of four (conv, gates and the gated norm read its column
+  // slices).
+  in_proj_ = w.take_stacked({{prefix + "in_proj_qkv.weight", d.conv_dim()},
+                             {prefix + "in_proj_z.weight", d.value_dim()},
+                             {prefix + "in_proj_b.weight", hv},
+                             {prefix + "in_proj_a.weight", hv}},
+                            hidden);
   conv_w_ = w.take(prefix + "conv1d.weight", {d.conv_dim(), 1, K}).view({d.conv_dim(), K});
   a_log_ = w.take(prefix + "A_log", {hv});
   dt_bias_ = w.take(prefix + "dt_bias", {hv});
@@ -101,8 +89,8 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
   vt::Tensor o = vt::Tensor::empty({T, hv, dv}, dt, dev);
   const float scale = 1.0f / std::sqrt(float(dk));
   if (in.decode_only)
-    vt::gated_delta_rule_recurrent(s, q, k, v, g, beta, scale, in.query_start_loc,
-                                   state.recurrent, in.state_slots, o);
+    vt::gated_delta_rule_recurrent(s, q, k, v, g, beta, scale, in.query_start_loc, state.recurrent,
+                                   in.state_slots, o);
   else
     // Host indices when the batch has them: the chunked kernel plans chunks from them.
     vt::gated_delta_rule_chunked(

@@ -2,7 +2,6 @@
 
 #include "base/error.h"
 #include "vt/ops/activation.h"
-#include "vt/ops/copy.h"
 #include "vt/ops/gemm.h"
 
 namespace vtllm::models {
@@ -10,18 +9,9 @@ namespace vtllm::models {
 SwiGluMlp::SwiGluMlp(int64_t hidden, int64_t intermediate, WeightStore& w,
                      const std::string& prefix)
     : intermediate_(intermediate) {
-  vt::Stream& s = w.stream();
-  const vt::Tensor gate = w.take(prefix + "gate_proj.weight", {intermediate, hidden});
-  const vt::Tensor up = w.take(prefix + "up_proj.weight", {intermediate, hidden});
-  VT_CHECK(gate.dtype() == up.dtype(), prefix, "gate_proj is ", gate.str(), " but up_proj ",
-           up.str());
-  // Stacked on the weights' device in their dtype; the originals are freed on return.
-  gate_up_ = vt::Tensor::empty({2 * intermediate, hidden}, gate.dtype(), w.device());
-  vt::Tensor gate_rows = gate_up_.slice(0, 0, intermediate);
-  vt::Tensor up_rows = gate_up_.slice(0, intermediate, 2 * intermediate);
-  vt::copy(s, gate, gate_rows);
-  vt::copy(s, up, up_rows);
-  s.synchronize();  // the copies read `gate` and `up`, which die next
+  gate_up_ = w.take_stacked(
+      {{prefix + "gate_proj.weight", intermediate}, {prefix + "up_proj.weight", intermediate}},
+      hidden);
   down_ = w.take(prefix + "down_proj.weight", {hidden, intermediate});
 }
 

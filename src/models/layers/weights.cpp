@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "io/param_specs.h"
+#include "vt/ops/copy.h"
 
 namespace vtllm::models {
 
@@ -31,6 +32,28 @@ vt::Tensor WeightStore::take(const std::string& name, const vt::Shape& shape) {
   weights_.tensors.erase(it);
   taken_.insert(name);
   return t;
+}
+
+vt::Tensor WeightStore::take_stacked(const std::vector<Part>& parts, int64_t cols) {
+  VT_CHECK(!parts.empty(), dir_, ": take_stacked needs at least one parameter");
+  std::vector<vt::Tensor> taken;
+  int64_t rows = 0;
+  for (const Part& p : parts) {
+    taken.push_back(take(p.name, {p.rows, cols}));
+    VT_CHECK(taken.back().dtype() == taken.front().dtype(), dir_, ": parameter '", p.name, "' is ",
+             taken.back().str(), " but '", parts.front().name, "' is ", taken.front().str(),
+             ": projections stacked into one weight need one dtype");
+    rows += p.rows;
+  }
+  vt::Tensor out = vt::Tensor::empty({rows, cols}, taken.front().dtype(), device_);
+  int64_t row = 0;
+  for (const vt::Tensor& t : taken) {
+    vt::Tensor dst = out.slice(0, row, row + t.size(0));
+    vt::copy(stream_, t, dst);
+    row += t.size(0);
+  }
+  stream_.synchronize();  // the copies read the originals, which die on return
+  return out;
 }
 
 void WeightStore::check_all_used() const {

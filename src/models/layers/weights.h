@@ -8,14 +8,15 @@
 // views into the mapped file: never write to a weight.
 //
 // What the adapter adds: take() hands a parameter to exactly one layer, checking the
-// shape the layer expects, and releases the store's reference (a layer that repacks a
-// weight, like the MLP's stacked gate/up, frees the original as it goes);
+// shape the layer expects, and releases the store's reference (take_stacked() repacks
+// projections that share an input into one weight and frees the originals as it goes);
 // check_all_used() after building names the first parameter no layer asked for, so a
 // forgotten weight cannot go unnoticed.
 #pragma once
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "io/config.h"
 #include "io/weight_loader.h"
@@ -34,6 +35,15 @@ class WeightStore {
   // The parameter `name` (full state-dict name) with exactly `shape`, on the device, in
   // its checkpoint dtype. Each parameter can be taken once.
   vt::Tensor take(const std::string& name, const vt::Shape& shape);
+  // Takes the [rows, cols] parameters `parts` (one dtype) and returns them stacked by rows
+  // in the order given, as one new [sum of rows, cols] tensor on the device: projections
+  // that read the same input run as one linear (gate/up, q/k/v, the GDN input set). The
+  // originals are freed once copied.
+  struct Part {
+    std::string name;
+    int64_t rows;
+  };
+  vt::Tensor take_stacked(const std::vector<Part>& parts, int64_t cols);
   // "model." or "model.language_model.": where the decoder's parameters live.
   const std::string& prefix() const { return prefix_; }
   // A stream on the weights' device (for layers that repack weights at load).
