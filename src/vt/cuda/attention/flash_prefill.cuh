@@ -21,7 +21,7 @@
 // With one split the CTA writes out = O / l rounded once; with several it writes O, m
 // and l to the f32 workspace of paged_attention.cu's combine_kernel (m in the same
 // base-2 scaled units as the CUDA-core kernel's). The PTX wrappers live in
-// flash_prefill_ptx.cuh.
+// vt/cuda/ptx.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,8 +29,8 @@
 
 #include <cstdint>
 
-#include "vt/cuda/attention/flash_prefill_ptx.cuh"
 #include "vt/cuda/attention/paged_attention.cuh"
+#include "vt/cuda/ptx.cuh"
 
 namespace vt::cuda::flash {
 
@@ -54,6 +54,15 @@ template <int D, class T>
 void launch(const paged::Params& p, int num_tiles, cudaStream_t stream);
 
 namespace detail {
+
+// The PTX this kernel and paged_decode.cuh are written with (both `using namespace` this).
+using ptx::cp_async16;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::ldmatrix_x4;
+using ptx::ldmatrix_x4_trans;
+using ptx::mma_m16n8k16;
+using ptx::smem_addr;
 
 // Element offset of (row, col) in a swizzled [rows][D] tile; col a multiple of 8 for
 // the 16-byte accesses.
@@ -203,8 +212,8 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
           uint32_t bk[4];
           ldmatrix_x4(bk, smem_addr(ks + swz<D>(n2 * 16 + lane % 8 + 8 * (lane / 16),
                                                 kk * 16 + 8 * ((lane / 8) % 2))));
-          mma(s[2 * n2], a, bk[0], bk[1], T());
-          mma(s[2 * n2 + 1], a, bk[2], bk[3], T());
+          mma_m16n8k16(s[2 * n2], a, bk[0], bk[1], T());
+          mma_m16n8k16(s[2 * n2 + 1], a, bk[2], bk[3], T());
         }
       }
 
@@ -260,8 +269,8 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
           uint32_t bv[4];
           ldmatrix_x4_trans(bv, smem_addr(vs + swz<D>(kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
                                                       n2 * 16 + 8 * (lane / 16))));
-          mma(acc[2 * n2], a, bv[0], bv[1], T());
-          mma(acc[2 * n2 + 1], a, bv[2], bv[3], T());
+          mma_m16n8k16(acc[2 * n2], a, bv[0], bv[1], T());
+          mma_m16n8k16(acc[2 * n2 + 1], a, bv[2], bv[3], T());
         }
       }
     }

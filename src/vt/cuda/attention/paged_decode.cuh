@@ -153,8 +153,8 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
       ldmatrix_x4(a, smem_addr(q_tile + swz<D>(lane % 16, kk * 16 + 8 * (lane / 16))));
       ldmatrix_x4(bk, smem_addr(ks + swz<D>(kb + lane % 8 + 8 * (lane / 16),
                                             kk * 16 + 8 * ((lane / 8) % 2))));
-      mma(s[0], a, bk[0], bk[1], T());
-      mma(s[1], a, bk[2], bk[3], T());
+      mma_m16n8k16(s[0], a, bk[0], bk[1], T());
+      mma_m16n8k16(s[1], a, bk[2], bk[3], T());
     }
 
     // Online softmax in base 2 over the warp's keys; s becomes p.
@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
       uint32_t bv[4];
       ldmatrix_x4_trans(bv, smem_addr(vs + swz<D>(kb + lane % 8 + 8 * ((lane / 8) % 2),
                                                   n2 * 16 + 8 * (lane / 16))));
-      mma(acc[2 * n2], a, bv[0], bv[1], T());
-      mma(acc[2 * n2 + 1], a, bv[2], bv[3], T());
+      mma_m16n8k16(acc[2 * n2], a, bv[0], bv[1], T());
+      mma_m16n8k16(acc[2 * n2 + 1], a, bv[2], bv[3], T());
     }
   }
   cp_async_wait<0>();

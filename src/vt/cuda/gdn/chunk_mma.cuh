@@ -13,7 +13,8 @@
 // than three (a host emulation with toward-zero accumulation: out error 2x the f32
 // kernels' with one accumulator, equal with two).
 //
-// Fragments of mma.m16n8k8.row.col tf32 (PTX ISA), lane = 4 g + t:
+// The tf32 conversion and the m16n8k8 mma are in vt/cuda/ptx.cuh. Fragments of
+// mma.m16n8k8.row.col tf32 (PTX ISA), lane = 4 g + t:
 //   A 16x8 (row): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
 //   B 8x8  (col): b0 (k t, n g), b1 (k t + 4, n g)
 //   C 16x8:       c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1)
@@ -23,18 +24,14 @@
 
 #include <cstdint>
 
-namespace vt::cuda::gdn_chunk::mma3 {
+#include "vt/cuda/ptx.cuh"
 
-__device__ __forceinline__ uint32_t to_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
+namespace vt::cuda::gdn_chunk::mma3 {
 
 // x as big + small, both tf32.
 __device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
-  big = to_tf32(x);
-  small = to_tf32(x - __uint_as_float(big));
+  big = ptx::to_tf32_rna(x);
+  small = ptx::to_tf32_rna(x - __uint_as_float(big));
 }
 
 struct FragA {
@@ -55,19 +52,11 @@ __device__ __forceinline__ void set_b(FragB& b, float b0, float b1) {
   split(b1, b.big[1], b.small[1]);
 }
 
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4],
-                                         const uint32_t (&b)[2]) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
-      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 // c += a b to f32 accuracy (the small terms first).
 __device__ __forceinline__ void mma(float (&c)[4], const FragA& a, const FragB& b) {
-  mma_tf32(c, a.small, b.big);
-  mma_tf32(c, a.big, b.small);
-  mma_tf32(c, a.big, b.big);
+  ptx::mma_m16n8k8_tf32(c, a.small, b.big);
+  ptx::mma_m16n8k8_tf32(c, a.big, b.small);
+  ptx::mma_m16n8k8_tf32(c, a.big, b.big);
 }
 
 // The same product with the residual terms summed into their own accumulator `lo`, which
@@ -76,9 +65,9 @@ __device__ __forceinline__ void mma(float (&c)[4], const FragA& a, const FragB& 
 // big accumulator go, and those on `lo` are ~2^-11 smaller. Two independent chains, too.
 __device__ __forceinline__ void mma_split(float (&hi)[4], float (&lo)[4], const FragA& a,
                                           const FragB& b) {
-  mma_tf32(lo, a.small, b.big);
-  mma_tf32(lo, a.big, b.small);
-  mma_tf32(hi, a.big, b.big);
+  ptx::mma_m16n8k8_tf32(lo, a.small, b.big);
+  ptx::mma_m16n8k8_tf32(lo, a.big, b.small);
+  ptx::mma_m16n8k8_tf32(hi, a.big, b.big);
 }
 
 __device__ __forceinline__ int lane_g() { return int(threadIdx.x % 32) / 4; }

@@ -42,13 +42,11 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_scan_kernel(Params p) {
   const int col = blockIdx.x * kCols + lane;
   const bool active = col < p.dv;
   float* state_g = p.state + (int64_t(p.slot[b]) * p.hv + h) * p.dk * p.dv;
-  const int owned_begin = p.first_chunk[b], owned_end = p.first_chunk[b + 1];
-  const int c_begin = max(owned_begin, p.pass_begin);
-  const int c_end = min(owned_end, p.pass_begin + p.pass_chunks);
+  const PassRange range = pass_range(p, b);
+  const int c_begin = range.begin, c_end = range.end;
   if (c_begin >= c_end) {
     const int t0 = p.start[b], len = p.start[b + 1] - t0;
-    if (owned_begin == owned_end && p.pass_begin == 0 && len > 0)  // short: first pass
-      token_recurrence(p, t0, len, state_g, m_s, p_s);
+    if (range.runs_recurrence(p, len)) token_recurrence(p, t0, len, state_g, m_s, p_s);
     return;
   }
   const int d0 = warp * kStateRowsPerWarp;  // this thread's state rows, column `lane`

@@ -17,21 +17,21 @@
 // FLOPs per (chunk, head, slice), Dk = Dv = 128, as run (each mma three times):
 // 128 x 32 x 128 x 2 (R) + 16 x 32 x (16 + 32 + 48 + 64) x 2 (out) + 128 x 32 x 64 x 2
 // (state) ~ 1.7 M.
-#include "vt/cuda/attention/flash_prefill_ptx.cuh"
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gdn/chunk_mma.cuh"
 #include "vt/cuda/gdn/chunk_recurrence.cuh"
 #include "vt/cuda/gdn/delta_rule_chunked.cuh"
+#include "vt/cuda/ptx.cuh"
 
 namespace vt::cuda::gdn_chunk {
 
 namespace {
 
-using flash::detail::cp_async16;
-using flash::detail::cp_async_commit;
-using flash::detail::cp_async_wait;
-using flash::detail::smem_addr;
+using ptx::cp_async16;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::smem_addr;
 
 constexpr int kWQStride = kDK + 4;    // wq_s rows (A loads)
 constexpr int kKStride = kDK + 8;     // k_s rows (transposed A loads)
@@ -89,13 +89,11 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_scan_tc_kernel(Params p) {
   const int h = blockIdx.y, b = blockIdx.z;
   const int col0 = blockIdx.x * kCols;  // the slice's first value column
   float* state_g = p.state + (int64_t(p.slot[b]) * p.hv + h) * p.dk * p.dv;
-  const int owned_begin = p.first_chunk[b], owned_end = p.first_chunk[b + 1];
-  const int c_begin = max(owned_begin, p.pass_begin);
-  const int c_end = min(owned_end, p.pass_begin + p.pass_chunks);
+  const PassRange range = pass_range(p, b);
+  const int c_begin = range.begin, c_end = range.end;
   if (c_begin >= c_end) {
     const int t0 = p.start[b], len = p.start[b + 1] - t0;
-    if (owned_begin == owned_end && p.pass_begin == 0 && len > 0)  // short: first pass
-      token_recurrence(p, t0, len, state_g, wq_s, k_s);
+    if (range.runs_recurrence(p, len)) token_recurrence(p, t0, len, state_g, wq_s, k_s);
     return;
   }
   stage_wq(chunk_scratch(p, c_begin, h), wq_s);

@@ -129,8 +129,8 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_wy_tc_kernel(Params p) {
           mma3::load_a(ak, k_s + m0 * kQKStride + d0, kQKStride);
           mma3::load_a(aq, q_s + m0 * kQKStride + d0, kQKStride);
           mma3::load_b_trans(b, k_s + n0 * kQKStride + d0, kQKStride);
-          mma3::mma_tf32(kk, ak.big, b.big);
-          mma3::mma_tf32(qk, aq.big, b.big);
+          ptx::mma_m16n8k8_tf32(kk, ak.big, b.big);
+          ptx::mma_m16n8k8_tf32(qk, aq.big, b.big);
         }
       } else if (job < 20) {
 #pragma unroll 4

@@ -86,6 +86,24 @@ __host__ __device__ inline float* chunk_scratch(const Params& p, int64_t chunk, 
   return p.work + ((chunk - p.pass_begin) * p.hv + h) * p.scratch_floats;
 }
 
+// Request b's chunks: those it owns over the call and those of the current pass,
+// [begin, end) (empty when they lie in other passes or it owns none). Both scans take
+// their range, and the rule for where a short request's token recurrence runs, from here.
+struct PassRange {
+  int owned_begin, owned_end;
+  int begin, end;
+  // Whether this pass's scan runs the request's token recurrence (len tokens): it is
+  // short (owns no chunk) and this is the first pass.
+  __device__ __forceinline__ bool runs_recurrence(const Params& p, int len) const {
+    return owned_begin == owned_end && p.pass_begin == 0 && len > 0;
+  }
+};
+__device__ __forceinline__ PassRange pass_range(const Params& p, int b) {
+  const int owned_begin = p.first_chunk[b], owned_end = p.first_chunk[b + 1];
+  return {owned_begin, owned_end, max(owned_begin, p.pass_begin),
+          min(owned_end, p.pass_begin + p.pass_chunks)};
+}
+
 // The two implementations of the pair (VTLLM_GDN_PREFILL, read in delta_rule_chunked.cu
 // only, per call): tc (the default) chunk_wy_tc.cu + chunk_scan_tc.cu, the products on
 // tensor cores as 3xTF32 (chunk_mma.cuh: f32-level, not tf32-level, accuracy); f32

@@ -46,12 +46,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <type_traits>
 
 #include "vt/cuda/api.h"
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gemm.h"
+#include "vt/cuda/ptx.cuh"
 #include "vt/cuda/stream_state.h"
 
 namespace vt::cuda {
@@ -91,52 +91,16 @@ struct Params {
   int pdl;    // 0: plain launch; 1: PDL, ring issued before the wait; 2: also L2 prefetch
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return uint32_t(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, bypassing L1; zero-filled when !valid (src is not read).
-__device__ __forceinline__ void copy16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void copy_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// griddepcontrol (sm_90): no-ops when the grid was not launched with a programmatic
-// dependency. wait: every prerequisite grid complete and its memory visible.
-__device__ __forceinline__ void grid_dependency_wait() {
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-}
-__device__ __forceinline__ void grid_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-template <int N>
-__device__ __forceinline__ void copy_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-template <class T>
-__device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-}
+// The PTX the kernel is written with (vt/cuda/ptx.cuh): the weight and x copies carry
+// the .L2::256B hint, the mma is `asm volatile`.
+using ptx::cp_async16_l2_256b;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::grid_dependency_wait;
+using ptx::grid_launch_dependents;
+using ptx::mma_m16n8k16_volatile;
+using ptx::prefetch_l2;
+using ptx::smem_addr;
 
 // Adds bias (f32), rounds once, stores; o indexes the CTA's [kMRows][kRows] outputs.
 __device__ __forceinline__ void store_out(const Params& p, int64_t n0, int o, float v) {
@@ -188,7 +152,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
 #pragma unroll
     for (int r = 0; r < 2 * kRowTiles; ++r) {
       const bool ok = k_ok && w_ok[r];
-      copy16(smem_addr(slot + r * kWarp), ok ? w + w_off[r] + k : w, ok);
+      cp_async16_l2_256b(smem_addr(slot + r * kWarp), ok ? w + w_off[r] + k : w, ok);
     }
   };
   auto issue_x = [&](int64_t step, int stage) {
@@ -198,7 +162,8 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
 #pragma unroll
     for (int i = 0; i < kMTiles; ++i)  // rows past M are never read back: no copy
       if (x_ok[i])
-        copy16(smem_addr(slot + (2 * kRowTiles + i) * kWarp), k_ok ? x + x_off[i] + k : x, k_ok);
+        cp_async16_l2_256b(smem_addr(slot + (2 * kRowTiles + i) * kWarp),
+                           k_ok ? x + x_off[i] + k : x, k_ok);
   };
   auto issue = [&](int64_t step, int stage) {
     issue_w(step, stage);
@@ -210,14 +175,14 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
 #pragma unroll
     for (int s = 0; s < S::kStages; ++s) {
       if (s < n_steps) issue(step0 + s, s);
-      copy_commit();
+      cp_async_commit();
     }
   } else {
     // Before the wait: weights only (module comment, "Programmatic dependent launch").
 #pragma unroll
     for (int s = 0; s < S::kStages; ++s) {
       if (s < n_steps) issue_w(step0 + s, s);
-      copy_commit();
+      cp_async_commit();
     }
     if (p.pdl == 2 && t == 0) {  // one lane per row: a step's 64 bytes of the row
       for (int s = S::kStages; s < 2 * S::kStages && s < n_steps; ++s) {
@@ -246,7 +211,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
   int stage = 0;
   for (int i = 0; i < n_steps; ++i) {
     // Committed groups: kStages + i; at most kStages - 1 pending leaves step i landed.
-    copy_wait<S::kStages - 1>();
+    cp_async_wait<S::kStages - 1>();
     const uint4* slot = ring + stage * (S::kVecs * kWarp);
     uint4 a[2 * kRowTiles], b[kMTiles];
 #pragma unroll
@@ -258,16 +223,17 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(const Params p
       const uint4 lo = a[2 * rt], hi = a[2 * rt + 1];  // rows g and g + 8
 #pragma unroll
       for (int j = 0; j < kMTiles; ++j) {
-        mma16816<T>(acc[rt][j], lo.x, hi.x, lo.y, hi.y, b[j].x, b[j].y);  // physical +0..3
-        mma16816<T>(acc[rt][j], lo.z, hi.z, lo.w, hi.w, b[j].z, b[j].w);  // physical +4..7
+        // physical +0..3, then +4..7
+        mma_m16n8k16_volatile<T>(acc[rt][j], lo.x, hi.x, lo.y, hi.y, b[j].x, b[j].y);
+        mma_m16n8k16_volatile<T>(acc[rt][j], lo.z, hi.z, lo.w, hi.w, b[j].z, b[j].w);
       }
     }
     // Refill the slot just read (its values are in registers, consumed by the mmas).
     if (i + S::kStages < n_steps) issue(step0 + i + S::kStages, stage);
-    copy_commit();
+    cp_async_commit();
     stage = stage + 1 == S::kStages ? 0 : stage + 1;
   }
-  copy_wait<0>();
+  cp_async_wait<0>();
   __syncthreads();  // every warp is done with its ring: the sums overlay it
 
   // C fragment: lane (g, t) holds rows g, g + 8 (weight rows) x columns 2t, 2t + 1
