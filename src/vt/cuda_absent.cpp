@@ -31,6 +31,7 @@ GraphExecPtr end_capture(StreamState&) { no_cuda("CUDA graph capture"); }
 void abort_capture(StreamState&) noexcept {}
 bool capturing(const StreamState&) { return false; }
 void replay(StreamState&, GraphExec&) { no_cuda("CUDA graph replay"); }
+int64_t graph_programmatic_edges(const GraphExec&) { return 0; }
 size_t graph_pool_bytes(int) { return 0; }
 void release_graph_pool(int) {}
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace vt::cuda {
@@ -78,6 +79,9 @@ GraphExecPtr end_capture(StreamState& s);
 void abort_capture(StreamState& s) noexcept;
 bool capturing(const StreamState& s);
 void replay(StreamState& s, GraphExec& g);
+// Programmatic (PDL) edges of the captured graph (vt/cuda/launch.cuh), -1 when CUDA could
+// not say: tests and benchmarks check that PDL launches were recorded as such.
+int64_t graph_programmatic_edges(const GraphExec& g);
 // Bytes the graph pool of `device` holds (in use by graph outputs and free for the
 // next capture); what graphs cost beyond their outputs.
 size_t graph_pool_bytes(int device);

@@ -16,6 +16,7 @@ struct GraphExec {
   cudaGraphExec_t exec = nullptr;
   int device = 0;
   int64_t kernel_nodes = 0;  // counted before instantiation (Stream::graph_kernel_nodes)
+  int64_t programmatic_edges = 0;  // PDL edges (graph_programmatic_edges)
 };
 
 void GraphExecDeleter::operator()(GraphExec* g) const noexcept {
@@ -43,6 +44,26 @@ int64_t count_kernel_nodes(cudaGraph_t graph) {
     if (type == cudaGraphNodeTypeKernel) ++kernels;
   }
   return kernels;
+}
+
+// Edges that stream capture made programmatic: a launch with the PDL attribute
+// (vt/cuda/launch.cuh, the skinny GEMM) after a kernel. A diagnostic only: -1 when the
+// query fails, which must not fail the capture.
+int64_t count_programmatic_edges(cudaGraph_t graph) {
+  size_t n = 0;
+  cudaError_t e = cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n);
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  std::vector<cudaGraphEdgeData> data(n);
+  if (e == cudaSuccess && n > 0)
+    e = cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  int64_t edges = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (data[i].type == cudaGraphDependencyTypeProgrammatic) ++edges;
+  return edges;
 }
 }  // namespace
 
@@ -75,6 +96,7 @@ GraphExecPtr end_capture(StreamState& s) {
              cudaGetErrorString(e), ")");
   }
   g->kernel_nodes = count_kernel_nodes(graph);
+  g->programmatic_edges = count_programmatic_edges(graph);
   VT_CUDA_CHECK(cudaGraphInstantiateWithFlags(&g->exec, graph, 0));
   return g;
 }
@@ -89,6 +111,8 @@ void abort_capture(StreamState& s) noexcept {
   s.capturing = false;
   end_graph_pool(s.device);
 }
+
+int64_t graph_programmatic_edges(const GraphExec& g) { return g.programmatic_edges; }
 
 void replay(StreamState& s, GraphExec& g) {
   VT_CHECK(!s.capturing, "CUDA graph replay inside a capture on cuda:", s.device);

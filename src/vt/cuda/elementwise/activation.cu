@@ -7,6 +7,7 @@
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/elementwise.h"
+#include "vt/cuda/launch.cuh"
 #include "vt/cuda/stream_state.h"
 
 namespace vt::cuda {
@@ -22,6 +23,8 @@ enum class Kind { kSiluMul, kSigmoid, kAdd, kMul, kBias };
 template <Kind kKind>
 __global__ void __launch_bounds__(kThreads)
     elementwise_kernel(RowsRef a, RowsRef b, RowsRef out, int64_t rows, int64_t cols) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   const int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (c >= cols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -51,8 +54,8 @@ void launch(Stream& s, const char* name, RowsRef a, RowsRef b, RowsRef out, int6
   const int64_t col_blocks = (cols + kThreads - 1) / kThreads;
   VT_CHECK(col_blocks <= int64_t(0x7fffffff), name, " (CUDA): ", cols, " columns exceed the grid");
   dim3 grid(unsigned(col_blocks), unsigned(std::min<int64_t>(rows, 65535)));
-  elementwise_kernel<kKind><<<grid, kThreads, 0, st.stream>>>(a, b, out, rows, cols);
-  VT_CUDA_CHECK_LAUNCH("elementwise_kernel");
+  launch_kernel(st, "elementwise_kernel", elementwise_kernel<kKind>, grid, dim3(kThreads), 0, a, b,
+                out, rows, cols);
 }
 
 }  // namespace

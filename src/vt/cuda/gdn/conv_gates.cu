@@ -7,6 +7,7 @@
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gdn.h"
+#include "vt/cuda/launch.cuh"
 #include "vt/cuda/stream_state.h"
 
 namespace vt::cuda {
@@ -22,6 +23,8 @@ __global__ void __launch_bounds__(kThreads)
     conv_kernel(const void* x, DType xdt, int64_t x_row, const void* w, DType wdt, int K,
                 const float* state, const int32_t* start, const int32_t* slot,
                 const int32_t* req_of, void* out, DType odt, int64_t tokens, int64_t C) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   const int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (c >= C) return;
   const int H = K - 1;
@@ -44,6 +47,8 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     conv_state_kernel(const void* x, DType xdt, int64_t x_row, int K, float* state,
                       const int32_t* start, const int32_t* slot, int64_t C) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   const int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (c >= C) return;
   const int b = blockIdx.y, H = K - 1;
@@ -61,6 +66,8 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     gates_kernel(RowsRef a, RowsRef bb, const void* a_log, DType ldt, const void* dt_bias,
                  DType ddt, DType beta_round, float* g, float* beta, int64_t tokens, int hv) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= tokens * hv) return;
   const int64_t t = i / hv;
@@ -74,6 +81,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // Device-index form: req_of[t] = b for the tokens of request b (one thread per request).
 __global__ void req_of_kernel(const int32_t* start, int batch, int32_t* req_of) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= batch) return;
   for (int t = start[b]; t < start[b + 1]; ++t) req_of[t] = b;
@@ -103,22 +112,22 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varle
     d_req_of = d + 2 * B + 1;
   } else if (T > 0) {
     int32_t* r = static_cast<int32_t*>(scratch(st, kIndexScratch, size_t(T) * 4));
-    req_of_kernel<<<unsigned((B + 127) / 128), 128, 0, st.stream>>>(d_start, int(B), r);
-    VT_CUDA_CHECK_LAUNCH("req_of_kernel");
+    launch_kernel(st, "req_of_kernel", req_of_kernel, dim3(unsigned((B + 127) / 128)), dim3(128), 0,
+                  d_start, int(B), r);
     d_req_of = r;
   }
   const unsigned cblocks = unsigned((C + kThreads - 1) / kThreads);
   if (T > 0) {
-    conv_kernel<<<dim3(cblocks, unsigned(std::min<int64_t>(T, 65535))), kThreads, 0, st.stream>>>(
-        x.data_ptr(), x.dtype(), x.stride(0), w.data_ptr(), w.dtype(), int(K),
+    launch_kernel(
+        st, "conv_kernel", conv_kernel, dim3(cblocks, unsigned(std::min<int64_t>(T, 65535))),
+        dim3(kThreads), 0, x.data_ptr(), x.dtype(), x.stride(0), w.data_ptr(), w.dtype(), int(K),
         conv_state.data<float>(), d_start, d_slot, d_req_of, out.data_ptr(), out.dtype(), T, C);
-    VT_CUDA_CHECK_LAUNCH("conv_kernel");
   }
   VT_CHECK(B <= 65535, "causal_conv1d_silu (CUDA): ", B, " requests exceed the grid");
   if (K > 1) {
-    conv_state_kernel<<<dim3(cblocks, unsigned(B)), kThreads, 0, st.stream>>>(
-        x.data_ptr(), x.dtype(), x.stride(0), int(K), conv_state.data<float>(), d_start, d_slot, C);
-    VT_CUDA_CHECK_LAUNCH("conv_state_kernel");
+    launch_kernel(st, "conv_state_kernel", conv_state_kernel, dim3(cblocks, unsigned(B)),
+                  dim3(kThreads), 0, x.data_ptr(), x.dtype(), x.stride(0), int(K),
+                  conv_state.data<float>(), d_start, d_slot, C);
   }
 }
 
@@ -128,10 +137,10 @@ void gdn_gates(Stream& s, const Rows& a, const Rows& b, const Tensor& A_log, con
   if (n == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
-  gates_kernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, st.stream>>>(
-      rows_ref(a), rows_ref(b), A_log.data_ptr(), A_log.dtype(), dt_bias.data_ptr(),
-      dt_bias.dtype(), beta_round, g.data<float>(), beta.data<float>(), a.rows, int(a.cols));
-  VT_CUDA_CHECK_LAUNCH("gates_kernel");
+  launch_kernel(st, "gates_kernel", gates_kernel, dim3(unsigned((n + kThreads - 1) / kThreads)),
+                dim3(kThreads), 0, rows_ref(a), rows_ref(b), A_log.data_ptr(), A_log.dtype(),
+                dt_bias.data_ptr(), dt_bias.dtype(), beta_round, g.data<float>(),
+                beta.data<float>(), a.rows, int(a.cols));
 }
 
 }  // namespace vt::cuda

@@ -23,6 +23,7 @@
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gdn.h"
+#include "vt/cuda/launch.cuh"
 #include "vt/cuda/stream_state.h"
 
 namespace vt::cuda {
@@ -54,6 +55,8 @@ struct DeltaParams {
 
 template <int DK>
 __global__ void __launch_bounds__(kCols) delta_rule_warp_kernel(DeltaParams p) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   __shared__ float k_s[DK], q_s[DK];
   const int lane = threadIdx.x;
   const int col = blockIdx.x * kCols + lane, h = blockIdx.y, b = blockIdx.z;
@@ -115,6 +118,8 @@ inline constexpr int kColsPerCta = 4 * kWarp;     // value columns per CTA (rows
 template <int DK>
 __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsPerWarp * kWarp))
     delta_rule_rows_kernel(DeltaParams p) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   constexpr int kWarps = DK / kRowsPerWarp, kThreads = kWarps * kWarp;
   __shared__ float k_s[DK], q_s[DK];
   __shared__ float4 v_s[kWarp];
@@ -251,23 +256,26 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
   const bool aligned = dv % 4 == 0 && reinterpret_cast<uintptr_t>(state.data_ptr()) % 16 == 0;
   if (aligned && rows_kernel_selected()) {
     const dim3 grid(unsigned((dv + kColsPerCta - 1) / kColsPerCta), unsigned(hv), unsigned(B));
+    const auto rows = [&](auto kernel, int dk_padded) {
+      launch_kernel(st, "delta_rule_rows_kernel", kernel, grid,
+                    dim3(dk_padded / kRowsPerWarp * kWarp), 0, p);
+    };
     if (dk <= 32)
-      delta_rule_rows_kernel<32><<<grid, 32 / kRowsPerWarp * kWarp, 0, st.stream>>>(p);
+      rows(delta_rule_rows_kernel<32>, 32);
     else if (dk <= 64)
-      delta_rule_rows_kernel<64><<<grid, 64 / kRowsPerWarp * kWarp, 0, st.stream>>>(p);
+      rows(delta_rule_rows_kernel<64>, 64);
     else
-      delta_rule_rows_kernel<128><<<grid, 128 / kRowsPerWarp * kWarp, 0, st.stream>>>(p);
-    VT_CUDA_CHECK_LAUNCH("delta_rule_rows_kernel");
+      rows(delta_rule_rows_kernel<128>, 128);
     return;
   }
   const dim3 grid(unsigned((dv + kCols - 1) / kCols), unsigned(hv), unsigned(B));
+  const char* name = "delta_rule_warp_kernel";
   if (dk <= 32)
-    delta_rule_warp_kernel<32><<<grid, kCols, 0, st.stream>>>(p);
+    launch_kernel(st, name, delta_rule_warp_kernel<32>, grid, dim3(kCols), 0, p);
   else if (dk <= 64)
-    delta_rule_warp_kernel<64><<<grid, kCols, 0, st.stream>>>(p);
+    launch_kernel(st, name, delta_rule_warp_kernel<64>, grid, dim3(kCols), 0, p);
   else
-    delta_rule_warp_kernel<128><<<grid, kCols, 0, st.stream>>>(p);
-  VT_CUDA_CHECK_LAUNCH("delta_rule_warp_kernel");
+    launch_kernel(st, name, delta_rule_warp_kernel<128>, grid, dim3(kCols), 0, p);
 }
 
 }  // namespace vt::cuda

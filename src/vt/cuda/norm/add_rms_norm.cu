@@ -7,6 +7,7 @@
 // (tests/vt/cuda_add_rms_norm_test.cpp).
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
+#include "vt/cuda/launch.cuh"
 #include "vt/cuda/norm/add_rms_norm.h"
 #include "vt/cuda/stream_state.h"
 
@@ -34,6 +35,8 @@ struct AddRmsNormParams {
 };
 
 __global__ void __launch_bounds__(kThreads) add_rms_norm_kernel(AddRmsNormParams p) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   const int64_t row = blockIdx.x;
   void* res = p.residual + row * p.residual_row_bytes;
   const void* delta = p.delta + row * p.delta_row_bytes;
@@ -83,8 +86,8 @@ void add_rms_norm(Stream& s, const Rows& residual, const Rows& delta, const Tens
                      residual.cols,
                      eps,
                      kind == RmsNormKind::kOnePlus};
-  add_rms_norm_kernel<<<unsigned(residual.rows), kThreads, 0, st.stream>>>(p);
-  VT_CUDA_CHECK_LAUNCH("add_rms_norm_kernel");
+  launch_kernel(st, "add_rms_norm_kernel", add_rms_norm_kernel, dim3(unsigned(residual.rows)),
+                dim3(kThreads), 0, p);
 }
 
 }  // namespace vt::cuda

@@ -7,6 +7,7 @@
 
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
+#include "vt/cuda/launch.cuh"
 #include "vt/cuda/norm.h"
 #include "vt/cuda/stream_state.h"
 
@@ -22,6 +23,8 @@ template <bool kGated>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
     row_norm_kernel(RowsRef x, RowsRef z, const void* w, DType wdt, RowsRef out, int64_t rows,
                     int64_t cols, float eps) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   const int lane = threadIdx.x % kWarp;
   for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp; r < rows;
        r += int64_t(gridDim.x) * kWarpsPerBlock) {
@@ -58,9 +61,8 @@ void launch(Stream& s, const RowsRef& x, const RowsRef& z, const void* w, DType 
   StreamState& st = s.cuda_state();
   set_device(st);
   const int64_t blocks = std::min<int64_t>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock, 1 << 20);
-  row_norm_kernel<kGated><<<unsigned(blocks), kWarpsPerBlock * kWarp, 0, st.stream>>>(
-      x, z, w, wdt, out, rows, cols, eps);
-  VT_CUDA_CHECK_LAUNCH("row_norm_kernel");
+  launch_kernel(st, "row_norm_kernel", row_norm_kernel<kGated>, dim3(unsigned(blocks)),
+                dim3(kWarpsPerBlock * kWarp), 0, x, z, w, wdt, out, rows, cols, eps);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
+#include "vt/cuda/launch.cuh"
 #include "vt/cuda/norm.h"
 #include "vt/cuda/stream_state.h"
 
@@ -48,6 +49,8 @@ struct RmsNormParams {
 };
 
 __global__ void __launch_bounds__(kThreads) rms_norm_kernel(RmsNormParams p) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   const int64_t row = blockIdx.x;
   const void* x = p.x.row(row);
   void* out = p.out.row(row);
@@ -88,8 +91,8 @@ void rms_norm(Stream& s, const Rows& x, const Tensor& w, float eps, RmsNormKind 
   RmsNormParams p{rows_ref(x),    int(x.dtype),  w.data_ptr(),
                   int(w.dtype()), rows_ref(out), int(out.dtype),
                   x.cols,         eps,           kind == RmsNormKind::kOnePlus};
-  rms_norm_kernel<<<unsigned(x.rows), kThreads, 0, st.stream>>>(p);
-  VT_CUDA_CHECK_LAUNCH("rms_norm_kernel");
+  launch_kernel(st, "rms_norm_kernel", rms_norm_kernel, dim3(unsigned(x.rows)), dim3(kThreads), 0,
+                p);
 }
 
 }  // namespace vt::cuda

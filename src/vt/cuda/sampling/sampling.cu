@@ -9,6 +9,7 @@
 
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
+#include "vt/cuda/launch.cuh"
 #include "vt/cuda/sampling.h"
 #include "vt/cuda/stream_state.h"
 
@@ -27,6 +28,8 @@ __device__ __forceinline__ int64_t load_id(const void* p, DType dt, int64_t i) {
 __global__ void __launch_bounds__(kEmbedThreads)
     embedding_kernel(RowsRef table, const void* ids, DType idt, int64_t id_stride, RowsRef out,
                      int64_t tokens, int64_t hidden) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     const char* src = table.row(load_id(ids, idt, t * id_stride));
     char* dst = out.row(t);
@@ -46,6 +49,8 @@ __device__ __forceinline__ bool beats(float va, int64_t ia, float vb, int64_t ib
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmax_kernel(RowsRef logits, int64_t vocab, void* out, DType odt, int64_t out_stride,
                   int64_t rows) {
+  pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
+  pdl_trigger();
   __shared__ float best_v[kArgmaxThreads];
   __shared__ int64_t best_i[kArgmaxThreads];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -99,9 +104,8 @@ void embedding(Stream& s, const Rows& table, const Tensor& ids, const Rows& out)
     id_stride = 1;
   }
   const unsigned blocks = unsigned(std::min<int64_t>(tokens, 65535));
-  embedding_kernel<<<blocks, kEmbedThreads, 0, st.stream>>>(rows_ref(table), id_ptr, idt, id_stride,
-                                                            rows_ref(out), tokens, table.cols);
-  VT_CUDA_CHECK_LAUNCH("embedding_kernel");
+  launch_kernel(st, "embedding_kernel", embedding_kernel, dim3(blocks), dim3(kEmbedThreads), 0,
+                rows_ref(table), id_ptr, idt, id_stride, rows_ref(out), tokens, table.cols);
 }
 
 void argmax(Stream& s, const Rows& logits, const Tensor& out) {
@@ -109,9 +113,9 @@ void argmax(Stream& s, const Rows& logits, const Tensor& out) {
   StreamState& st = s.cuda_state();
   set_device(st);
   const unsigned blocks = unsigned(std::min<int64_t>(logits.rows, 65535));
-  argmax_kernel<<<blocks, kArgmaxThreads, 0, st.stream>>>(
-      rows_ref(logits), logits.cols, out.data_ptr(), out.dtype(), out.stride(0), logits.rows);
-  VT_CUDA_CHECK_LAUNCH("argmax_kernel");
+  launch_kernel(st, "argmax_kernel", argmax_kernel, dim3(blocks), dim3(kArgmaxThreads), 0,
+                rows_ref(logits), logits.cols, out.data_ptr(), out.dtype(), out.stride(0),
+                logits.rows);
 }
 
 }  // namespace vt::cuda
