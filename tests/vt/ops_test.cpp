@@ -5,6 +5,7 @@
 #include "vt/check/cases.h"
 #include "vt/check/harness.h"
 #include "vt/ops/activation.h"
+#include "vt/ops/args.h"
 #include "vt/ops/embedding.h"
 #include "vt/ops/gemm.h"
 #include "vt/ops/norm.h"
@@ -124,12 +125,30 @@ TEST(OpArgs, BadArgumentsAreNamed) {
   expect_error([&] { sigmoid(s, xt, o2); }, "last dim contiguous");
 }
 
-TEST(OpArgs, CpuOnlyOpOnCudaTensorsNamesTheOp) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  Stream g(Device::cuda(0));
-  Tensor x = Tensor::empty({4, 8}, DType::kF32, Device::cuda(0));
-  Tensor out = Tensor::empty({4, 8}, DType::kF32, Device::cuda(0));
-  expect_error([&] { softmax(g, x, out); }, "softmax: no CUDA implementation");
+TEST(RopeCosSin1d, StreamFormEqualsTheHostTable) {
+  // i64 positions at stride 2 (every other element of a wider buffer), up to 2^18.
+  Stream s(Device::cpu(), 3);
+  const int64_t n = 97, rd = 64;
+  Tensor wide = Tensor::empty({2 * n}, DType::kI64);
+  for (int64_t i = 0; i < 2 * n; ++i) wide.data<int64_t>()[i] = (i * 2731) % 262145;
+  Tensor pos = wide.view({n, 2}).select(1, 1);
+  ASSERT_EQ(pos.stride(0), 2);
+  Tensor want = rope_cos_sin_1d(pos, rd, 1e7);
+  Tensor got = Tensor::empty({n, rd}, DType::kF32);
+  rope_cos_sin_1d(s, pos, 1e7, got);
+  ASSERT_EQ(std::memcmp(want.data_ptr(), got.data_ptr(), want.nbytes()), 0);
+  // Spot-check against double: the f32 angle's rounding bounds the error.
+  const int64_t t = 5, i = 3;
+  const double angle = double(pos.data<int64_t>()[t * 2]) * std::pow(1e7, -2.0 * i / rd);
+  EXPECT_NEAR(want.data<float>()[t * rd + i], std::cos(angle), 1e-6 + std::fabs(angle) * 2e-7);
+  Tensor bad = Tensor::empty({n, rd + 1}, DType::kF32);
+  expect_error([&] { rope_cos_sin_1d(s, pos, 1e7, bad); }, "rope_cos_sin_1d: rotary_dim 65");
+}
+
+TEST(OpArgs, MissingBackendNamesTheOpAndTheDevice) {
+  // Every op has a CUDA arm now; the message an op without one would throw.
+  expect_error([] { no_backend("softmax", Device::cuda(0)); },
+               "softmax: no CUDA implementation (tensors on cuda:0)");
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ void check_rope(Harness& h) {
   for (const Case& c : cases) {
     std::string cfg = "x " + std::string(dtype_name(c.dt)) + shape_str({c.tokens, c.heads, c.head_dim}) +
                       " rotary_dim " + std::to_string(c.rotary_dim) + (c.in_place ? " in place" : "");
-    h.run("rope_neox", cfg, false, [&] {
+    h.run("rope_neox", cfg, /*cuda_arm=*/true, [&] {
       // Positions up to 5000 so the angles wrap many times.
       std::vector<double> pos(size_t(c.tokens));
       std::uniform_int_distribution<int64_t> pick(0, 5000);
@@ -51,12 +51,12 @@ void check_rope(Harness& h) {
       h.compare("rope_neox", cfg, out, ref, tolerance(c.dt), mag);
     });
   }
-  h.run("rope_cos_sin_1d", "positions i32[6] rotary_dim 16 theta 1e4", false, [&] {
+  h.run("rope_cos_sin_1d", "positions i32[6] rotary_dim 16 theta 1e4", /*cuda_arm=*/true, [&] {
     const int64_t n = 6, rd = 16;
-    Tensor p = Tensor::empty({n}, DType::kI32);
     const int32_t positions[n] = {0, 1, 17, 255, 4096, 32767};
-    for (int64_t t = 0; t < n; ++t) p.data<int32_t>()[t] = positions[t];
-    Tensor table = rope_cos_sin_1d(p, rd, 1e4);
+    Tensor p = h.upload(std::vector<double>(positions, positions + n), {n}, DType::kI32);
+    Tensor table = h.poisoned({n, rd}, DType::kF32);
+    rope_cos_sin_1d(h.stream(), p, 1e4, table);
     std::vector<double> ref(size_t(n * rd)), mag(ref.size());
     for (int64_t t = 0; t < n; ++t)
       for (int64_t i = 0; i < rd / 2; ++i) {

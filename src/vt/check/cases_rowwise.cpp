@@ -163,7 +163,7 @@ void check_activations(Harness& h) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     const int64_t rows = 4, cols = 517;
     std::string cfg = "x " + std::string(dtype_name(dt)) + shape_str({rows, cols}) + " logits ~ N(0, 30)";
-    h.run("softmax", cfg, false, [&] {
+    h.run("softmax", cfg, /*cuda_arm=*/true, [&] {
       auto x = h.random({rows, cols}, dt, 30.0);  // large logits: max subtraction matters
       Tensor out = h.poisoned({rows, cols}, DType::kF32);
       softmax(h.stream(), x.t, out);
@@ -180,6 +180,28 @@ void check_activations(Harness& h) {
         }
       }
       h.compare("softmax", cfg, out, ref, tolerance(DType::kF32), mag);
+    });
+  }
+  {
+    // Vocabulary-length rows (the CUDA arm's wide-block path), one rounding to bf16.
+    const int64_t rows = 2, cols = 20011;
+    const std::string cfg = "x f32[2, 20011] logits ~ N(0, 8) -> bf16";
+    h.run("softmax", cfg, /*cuda_arm=*/true, [&] {
+      auto x = h.random({rows, cols}, DType::kF32, 8.0);
+      Tensor out = h.poisoned({rows, cols}, DType::kBF16);
+      softmax(h.stream(), x.t, out);
+      std::vector<double> ref(x.vals.size()), mag(x.vals.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        const double* xr = x.vals.data() + r * cols;
+        double mx = xr[0], sum = 0;
+        for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, xr[i]);
+        for (int64_t i = 0; i < cols; ++i) sum += std::exp(xr[i] - mx);
+        for (int64_t i = 0; i < cols; ++i) {
+          ref[size_t(r * cols + i)] = std::exp(xr[i] - mx) / sum;
+          mag[size_t(r * cols + i)] = ref[size_t(r * cols + i)] * (1.0 + std::fabs(xr[i] - mx));
+        }
+      }
+      h.compare("softmax", cfg, out, ref, tolerance(DType::kBF16), mag);
     });
   }
   {

@@ -37,4 +37,21 @@ void rope_neox(Stream& s, const HeadsView& x, const Tensor& cos_sin, const Heads
                  });
 }
 
+void rope_cos_sin_rows(const Tensor& positions, const float* inv_freq, const Tensor& out,
+                       int64_t t0, int64_t t1) {
+  const int64_t rd = out.size(1), half = rd / 2;
+  float* o = static_cast<float*>(out.data_ptr());
+  const char* p = static_cast<const char*>(positions.data_ptr());
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t off = t * positions.stride(0);
+    const int64_t pos = positions.dtype() == DType::kI32 ? reinterpret_cast<const int32_t*>(p)[off]
+                                                         : reinterpret_cast<const int64_t*>(p)[off];
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = float(pos) * inv_freq[i];
+      o[t * rd + i] = float(std::cos(double(angle)));
+      o[t * rd + half + i] = float(std::sin(double(angle)));
+    }
+  }
+}
+
 }  // namespace vt::cpu

@@ -1,5 +1,5 @@
-// CUDA arms of the elementwise ops (vt/ops/activation.h, copy.h, fill.h) and of the
-// f32 epilogue that linear uses for a bias. No CUDA headers; arguments arrive
+// CUDA arms of the elementwise ops and softmax (vt/ops/activation.h, copy.h, fill.h) and
+// of the f32 epilogue that linear uses for a bias. No CUDA headers; arguments arrive
 // validated, as [rows, cols] views (vt/ops/args.h). Defined in cuda/elementwise/.
 #pragma once
 
@@ -10,6 +10,8 @@ namespace vt::cuda {
 enum class Binary { kAdd, kMul };
 void silu_and_mul(Stream& s, const Rows& x, const Rows& out);
 void sigmoid(Stream& s, const Rows& x, const Rows& out);
+// Softmax over each row (elementwise/softmax.cu): a block per row.
+void softmax(Stream& s, const Rows& x, const Rows& out);
 void binary(Stream& s, Binary op, const Rows& a, const Rows& b, const Rows& out);
 // out[r, c] = x[r, c] + bias[c] (f32 sum, one rounding at out).
 void add_bias(Stream& s, const Rows& x, const Tensor& bias, const Rows& out);

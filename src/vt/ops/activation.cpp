@@ -55,8 +55,12 @@ void softmax(Stream& s, const Tensor& x, Tensor& out) {
   VT_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) > 0, "softmax: x ", x.str(),
            " needs a non-empty last dim");
   auto [xr, outr] = unary_args(s, "softmax", x, out);
-  if (!s.device().is_cpu()) no_backend("softmax", s.device());
-  cpu::softmax(s, xr, outr);
+  if (s.device().is_cpu()) return cpu::softmax(s, xr, outr);
+#if VTLLM_WITH_CUDA
+  cuda::softmax(s, xr, outr);
+#else
+  no_backend("softmax", s.device());
+#endif
 }
 
 namespace {

@@ -59,9 +59,8 @@ Tensor rope_cos_sin_table(const Tensor& positions, int64_t rotary_dim, double th
                std::accumulate(mrope_section.begin(), mrope_section.end(), int64_t{0}) == half,
            op, ": mrope_section of ", mrope_section.size(), " entries must have 3 that sum to ",
            half, " (rotary_dim / 2)");
-  std::vector<float> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i)  // the formula of rope_cos_sin_1d, so equal rows match it
-    inv_freq[size_t(i)] = 1.0f / std::pow(float(theta), float(2 * i) / float(rotary_dim));
+  // rope_cos_sin_1d's frequencies and angle formula, so equal rows match it
+  const std::vector<float> inv_freq = rope_inv_freq(rotary_dim, theta);
   Tensor out = Tensor::empty({n, rotary_dim}, DType::kF32);
   float* o = out.data<float>();
   for (int64_t t = 0; t < n; ++t)

@@ -1,10 +1,14 @@
 #include "vt/ops/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/rope.h"
+#endif
 
 namespace vt {
 
@@ -15,6 +19,13 @@ cpu::HeadsView heads_view(const Tensor& t, const char* op, const char* name) {
   VT_CHECK(t.stride(2) == 1 || t.size(2) == 1, op, ": ", name, " ", t.str(),
            " needs its head_dim contiguous");
   return {t.data_ptr(), t.dtype(), t.size(0), t.size(1), t.size(2), t.stride(0), t.stride(1)};
+}
+
+void check_table_args(const char* op, const Tensor& positions, int64_t rotary_dim, double theta) {
+  expect_dtype(positions, op, "positions", {DType::kI32, DType::kI64});
+  VT_CHECK(positions.dim() == 1, op, ": positions ", positions.str(), " must be [tokens]");
+  VT_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0, op, ": rotary_dim ", rotary_dim, " must be even");
+  VT_CHECK(theta > 1.0, op, ": theta ", theta, " must be > 1");
 }
 }  // namespace
 
@@ -30,35 +41,54 @@ void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out) {
            " must be even and within head_dim ", x.size(2));
   expect_device(s, op, {&x, &cos_sin, &out});
   expect_no_partial_alias(x, out, op, "x");
-  if (!s.device().is_cpu()) no_backend(op, s.device());
-  cpu::rope_neox(s, xv, cos_sin, ov);
+  if (s.device().is_cpu()) return cpu::rope_neox(s, xv, cos_sin, ov);
+#if VTLLM_WITH_CUDA
+  // Row t * heads + h of the [T * heads, head_dim] views is (t, h), at one or two strides.
+  cuda::rope_neox(s, rows_view(x, op, "x"), cos_sin, x.size(1), rows_view(out, op, "out"));
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+std::vector<float> rope_inv_freq(int64_t rotary_dim, double theta) {
+  std::vector<float> inv_freq(static_cast<size_t>(rotary_dim / 2));
+  for (size_t i = 0; i < inv_freq.size();
+       ++i)  // f32 like HF: 1.0 / base ** (arange(0, R, 2).float() / R)
+    inv_freq[i] = 1.0f / std::pow(float(theta), float(2 * int64_t(i)) / float(rotary_dim));
+  return inv_freq;
 }
 
 Tensor rope_cos_sin_1d(const Tensor& positions, int64_t rotary_dim, double theta) {
   const char* op = "rope_cos_sin_1d";
-  expect_dtype(positions, op, "positions", {DType::kI32, DType::kI64});
-  VT_CHECK(positions.dim() == 1 && positions.device().is_cpu(), op, ": positions ",
-           positions.str(), " must be a CPU [tokens]");
-  VT_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0, op, ": rotary_dim ", rotary_dim, " must be even");
-  VT_CHECK(theta > 1.0, op, ": theta ", theta, " must be > 1");
-  const int64_t n = positions.size(0), half = rotary_dim / 2;
-  std::vector<float> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i)  // f32 like HF: 1.0 / base ** (arange(0, R, 2).float() / R)
-    inv_freq[size_t(i)] = 1.0f / std::pow(float(theta), float(2 * i) / float(rotary_dim));
-  Tensor out = Tensor::empty({n, rotary_dim}, DType::kF32);
-  float* o = out.data<float>();
-  const char* p = static_cast<const char*>(positions.data_ptr());
-  for (int64_t t = 0; t < n; ++t) {
-    int64_t off = t * positions.stride(0);
-    int64_t pos = positions.dtype() == DType::kI32 ? reinterpret_cast<const int32_t*>(p)[off]
-                                                   : reinterpret_cast<const int64_t*>(p)[off];
-    for (int64_t i = 0; i < half; ++i) {
-      float angle = float(pos) * inv_freq[size_t(i)];
-      o[t * rotary_dim + i] = float(std::cos(double(angle)));
-      o[t * rotary_dim + half + i] = float(std::sin(double(angle)));
-    }
-  }
+  check_table_args(op, positions, rotary_dim, theta);
+  VT_CHECK(positions.device().is_cpu(), op, ": positions ", positions.str(),
+           " must be on the CPU (the stream form takes device positions)");
+  const std::vector<float> inv_freq = rope_inv_freq(rotary_dim, theta);
+  Tensor out = Tensor::empty({positions.size(0), rotary_dim}, DType::kF32);
+  cpu::rope_cos_sin_rows(positions, inv_freq.data(), out, 0, positions.size(0));
   return out;
+}
+
+void rope_cos_sin_1d(Stream& s, const Tensor& positions, double theta, Tensor& out) {
+  const char* op = "rope_cos_sin_1d";
+  expect_dtype(out, op, "out", {DType::kF32});
+  VT_CHECK(out.dim() == 2 && out.is_contiguous(), op, ": out ", out.str(),
+           " must be a contiguous [tokens, rotary_dim]");
+  check_table_args(op, positions, out.size(1), theta);
+  expect_shape(out, op, "out", {positions.size(0), out.size(1)});
+  expect_device(s, op, {&positions, &out});
+  const std::vector<float> inv_freq = rope_inv_freq(out.size(1), theta);
+  if (s.device().is_cpu()) {
+    const int64_t grain = std::max<int64_t>(1, 4096 / out.size(1));
+    return s.parallel_for(positions.size(0), grain, [&](int64_t t0, int64_t t1) {
+      cpu::rope_cos_sin_rows(positions, inv_freq.data(), out, t0, t1);
+    });
+  }
+#if VTLLM_WITH_CUDA
+  cuda::rope_cos_sin_1d(s, positions, inv_freq, out);
+#else
+  no_backend(op, s.device());
+#endif
 }
 
 }  // namespace vt
