@@ -3,8 +3,8 @@
 // launch").
 //
 // launch_kernel() starts a kernel with cudaLaunchKernelEx. While the stream is capturing a CUDA
-// graph (capturing(), vt/cuda/api.h: the rule the skinny GEMM uses) and VTLLM_PDL is not
-// 0, it adds cudaLaunchAttributeProgrammaticStreamSerialization: the kernel may then start
+// graph (capturing(), vt/cuda/api.h: the rule the skinny GEMM uses) and VTLLM_PDL is 1
+// (default 0, vt/cuda/launch.h), it adds cudaLaunchAttributeProgrammaticStreamSerialization: the kernel may then start
 // once every block of the previous kernel has executed pdl_trigger() or exited, which
 // lets its blocks be scheduled (and a PDL consumer such as the skinny GEMM stream its
 // weights) while the previous kernel is still running. Eager launches are plain.

@@ -5,7 +5,8 @@
 
 namespace vt::cuda {
 
-// VTLLM_PDL=0|1 (read once, here only; default 1): 1 lets launch_kernel() (launch.cuh) add
+// VTLLM_PDL=0|1 (read once, here only; default 0 until the kernels' PDL has run on the
+// H200: CudaPdl.* and the decode A/B of docs/KERNELS.md): 1 lets launch_kernel() (launch.cuh) add
 // cudaLaunchAttributeProgrammaticStreamSerialization to launches made while the stream
 // is capturing a CUDA graph. Eager launches are always plain. The skinny GEMM has its
 // own switch, VTLLM_GEMM_PDL (vt/cuda/gemm.h). Throws vtllm::Error on another value.
