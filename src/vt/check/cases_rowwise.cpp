@@ -12,6 +12,25 @@ std::string desc(const Tensor& t) { return std::string(dtype_name(t.dtype())) + 
 
 namespace {
 
+// Row-wise softmax of `vals` ([rows, cols]) in double, and the magnitude each entry's
+// error is measured against: exp(x - max) carries the f32 error of x - max, up to
+// |x - max| * 2^-24.
+void softmax_reference(const std::vector<double>& vals, int64_t rows, int64_t cols,
+                       std::vector<double>& ref, std::vector<double>& mag) {
+  ref.assign(vals.size(), 0.0);
+  mag.assign(vals.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = vals.data() + r * cols;
+    double mx = xr[0], sum = 0;
+    for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, xr[i]);
+    for (int64_t i = 0; i < cols; ++i) sum += std::exp(xr[i] - mx);
+    for (int64_t i = 0; i < cols; ++i) {
+      ref[size_t(r * cols + i)] = std::exp(xr[i] - mx) / sum;
+      mag[size_t(r * cols + i)] = ref[size_t(r * cols + i)] * (1.0 + std::fabs(xr[i] - mx));
+    }
+  }
+}
+
 void check_norms_two_level(Harness& h) {
   // Rows of two strides: [T, H, D] per-head views of a column slice of a [T, W]
   // projection (strides W, D, 1), as the GDN layer normalises all q and k heads at once.
@@ -167,18 +186,8 @@ void check_activations(Harness& h) {
       auto x = h.random({rows, cols}, dt, 30.0);  // large logits: max subtraction matters
       Tensor out = h.poisoned({rows, cols}, DType::kF32);
       softmax(h.stream(), x.t, out);
-      std::vector<double> ref(x.vals.size()), mag(x.vals.size());
-      for (int64_t r = 0; r < rows; ++r) {
-        const double* xr = x.vals.data() + r * cols;
-        double mx = xr[0], sum = 0;
-        for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, xr[i]);
-        for (int64_t i = 0; i < cols; ++i) sum += std::exp(xr[i] - mx);
-        for (int64_t i = 0; i < cols; ++i) {
-          ref[size_t(r * cols + i)] = std::exp(xr[i] - mx) / sum;
-          // exp(x - max) carries the f32 error of x - max, up to |x - max| * 2^-24.
-          mag[size_t(r * cols + i)] = ref[size_t(r * cols + i)] * (1.0 + std::fabs(xr[i] - mx));
-        }
-      }
+      std::vector<double> ref, mag;
+      softmax_reference(x.vals, rows, cols, ref, mag);
       h.compare("softmax", cfg, out, ref, tolerance(DType::kF32), mag);
     });
   }
@@ -190,17 +199,8 @@ void check_activations(Harness& h) {
       auto x = h.random({rows, cols}, DType::kF32, 8.0);
       Tensor out = h.poisoned({rows, cols}, DType::kBF16);
       softmax(h.stream(), x.t, out);
-      std::vector<double> ref(x.vals.size()), mag(x.vals.size());
-      for (int64_t r = 0; r < rows; ++r) {
-        const double* xr = x.vals.data() + r * cols;
-        double mx = xr[0], sum = 0;
-        for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, xr[i]);
-        for (int64_t i = 0; i < cols; ++i) sum += std::exp(xr[i] - mx);
-        for (int64_t i = 0; i < cols; ++i) {
-          ref[size_t(r * cols + i)] = std::exp(xr[i] - mx) / sum;
-          mag[size_t(r * cols + i)] = ref[size_t(r * cols + i)] * (1.0 + std::fabs(xr[i] - mx));
-        }
-      }
+      std::vector<double> ref, mag;
+      softmax_reference(x.vals, rows, cols, ref, mag);
       h.compare("softmax", cfg, out, ref, tolerance(DType::kBF16), mag);
     });
   }
