@@ -6,7 +6,7 @@
 // synchronized). Ceilings printed with each: the device path's floor is one read of
 // the bf16 logits at 4.3 TB/s; the host path's copy alone is timed as its own row.
 //
-//   sampler_bench      (needs a GPU; exits 0 with a note without one)
+//   cuda_sampler_bench      (needs a GPU; exits 0 with a note without one)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -71,7 +71,7 @@ std::vector<Config> configs() {
 
 int main() {
   if (vt::cuda_device_count() == 0) {
-    std::printf("sampler_bench: no CUDA device, nothing measured\n");
+    std::printf("cuda_sampler_bench: no CUDA device, nothing measured\n");
     return 0;
   }
   vt::Stream gpu(vt::Device::cuda(0)), cpu(vt::Device::cpu());
