@@ -453,7 +453,7 @@ void tc_prefill_case(Streams& s, const std::vector<int32_t>& lens, int64_t hk, i
 TEST(CudaGdn, ChunkedPrefillTensorCoresMatchCpuAndF32Kernels) {
   VT_REQUIRE_GPU();
   Streams s;
-  const std::vector<int32_t> mixed{1, 63, 64, 65, 512, 4096};  // Hv 48: 76 chunks, two passes
+  const std::vector<int32_t> mixed{1, 63, 64, 65, 512, 4096};  // Hv 48: 76 chunks, three tc passes (two f32)
   tc_prefill_case(s, mixed, 16, 32, DType::kF32, 1100);        // 9B / 35B shape
   tc_prefill_case(s, mixed, 16, 48, DType::kBF16, 1110);       // 27B shape
   tc_prefill_case(s, mixed, 16, 48, DType::kF32, 1120);

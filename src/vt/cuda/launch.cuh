@@ -14,8 +14,11 @@
 // (the previous grid complete, its writes visible), and pdl_trigger() comes right after.
 // A block that skipped the wait could read stale data; a grid that triggered early but
 // finished without waiting would let a later kernel overtake the one before it (the
-// ordering is only transitive through the waits). Both are no-ops when the grid was not
-// launched with the attribute. Waiting first means the kernel's own work never overlaps
+// ordering is only transitive through the waits). The wait is a no-op when the grid was
+// not launched with the attribute; the trigger is not: it releases a PDL-launched
+// dependent (the skinny GEMM, VTLLM_GEMM_PDL) even when this grid was launched plainly
+// (VTLLM_PDL=0). Correct either way (every PDL consumer waits first), but a PDL-free
+// baseline needs VTLLM_PDL=0 VTLLM_GEMM_PDL=0. Waiting first means the kernel's own work never overlaps
 // its producer: what PDL saves here is the launch, block scheduling and the producer's
 // tail, and the early trigger lets the next kernel get as far as its own wait (the
 // skinny GEMM: its weight prefetch).

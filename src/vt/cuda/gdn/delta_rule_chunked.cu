@@ -24,8 +24,9 @@ namespace vt::cuda {
 namespace gdn_chunk {
 namespace {
 
-// The work scratch one pass may use: 68 chunks of Hv 48 with the f32 pair, 36 with
-// the tensor-core pair (54 at Hv 32; its scratch also holds q and k).
+// The work scratch one pass may use: 68 chunks of Hv 48 with the f32 pair, 37 with
+// the tensor-core pair (56 at Hv 32; 36,928 floats per chunk and head, its scratch also
+// holds q and k).
 constexpr int64_t kMaxScratchBytes = int64_t(256) << 20;
 constexpr int kTableThreads = 1024;
 

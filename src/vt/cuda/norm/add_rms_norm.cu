@@ -18,17 +18,9 @@ namespace {
 constexpr int kThreads = 256;
 
 struct AddRmsNormParams {
-  char* residual;
-  int64_t residual_row_bytes;
-  DType residual_dtype;
-  const char* delta;
-  int64_t delta_row_bytes;
-  DType delta_dtype;
+  RowsRef residual, delta, out;  // rows through RowsRef::row(), as every row kernel
   const void* w;
   DType w_dtype;
-  char* out;
-  int64_t out_row_bytes;
-  DType out_dtype;
   int64_t cols;
   float eps;
   bool one_plus;
@@ -38,27 +30,27 @@ __global__ void __launch_bounds__(kThreads) add_rms_norm_kernel(AddRmsNormParams
   pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
   pdl_trigger();
   const int64_t row = blockIdx.x;
-  void* res = p.residual + row * p.residual_row_bytes;
-  const void* delta = p.delta + row * p.delta_row_bytes;
-  void* out = p.out + row * p.out_row_bytes;
+  void* res = p.residual.row(row);
+  const void* delta = p.delta.row(row);
+  void* out = p.out.row(row);
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < p.cols; i += kThreads) {
     // The residual stream rounds every add (qwen3_5.md §4); the norm reads the rounded value.
-    const float v = round_to(load_f32(res, p.residual_dtype, i) + load_f32(delta, p.delta_dtype, i),
-                             p.residual_dtype);
-    store_f32(res, p.residual_dtype, i, v);
+    const float v = round_to(load_f32(res, p.residual.dtype, i) + load_f32(delta, p.delta.dtype, i),
+                             p.residual.dtype);
+    store_f32(res, p.residual.dtype, i, v);
     ss += v * v;
   }
   __shared__ float red[kThreads / kWarp];
   const float inv = rsqrtf(block_sum<kThreads>(ss, red) / float(p.cols) + p.eps);
-  const bool plain_narrow = !p.one_plus && p.out_dtype != DType::kF32;
+  const bool plain_narrow = !p.one_plus && p.out.dtype != DType::kF32;
   for (int64_t i = threadIdx.x; i < p.cols; i += kThreads) {
     float w = load_f32(p.w, p.w_dtype, i);
     if (p.one_plus) w += 1.0f;
-    float v = load_f32(res, p.residual_dtype, i) * inv;
+    float v = load_f32(res, p.residual.dtype, i) * inv;
     // Qwen3RMSNorm (kPlain) with a narrow out: the normalised value rounds before the weight.
-    if (plain_narrow) v = round_to(v, p.out_dtype);
-    store_f32(out, p.out_dtype, i, v * w);
+    if (plain_narrow) v = round_to(v, p.out.dtype);
+    store_f32(out, p.out.dtype, i, v * w);
   }
 }
 
@@ -71,21 +63,9 @@ void add_rms_norm(Stream& s, const Rows& residual, const Rows& delta, const Tens
            " rows exceed the grid limit");
   StreamState& st = s.cuda_state();
   set_device(st);
-  const auto row_bytes = [](const Rows& r) { return r.row_stride * int64_t(dtype_size(r.dtype)); };
-  AddRmsNormParams p{static_cast<char*>(residual.data),
-                     row_bytes(residual),
-                     residual.dtype,
-                     static_cast<const char*>(delta.data),
-                     row_bytes(delta),
-                     delta.dtype,
-                     w.data_ptr(),
-                     w.dtype(),
-                     static_cast<char*>(out.data),
-                     row_bytes(out),
-                     out.dtype,
-                     residual.cols,
-                     eps,
-                     kind == RmsNormKind::kOnePlus};
+  const AddRmsNormParams p{
+      rows_ref(residual), rows_ref(delta), rows_ref(out), w.data_ptr(),
+      w.dtype(),          residual.cols,   eps,           kind == RmsNormKind::kOnePlus};
   launch_kernel(st, "add_rms_norm_kernel", add_rms_norm_kernel, dim3(unsigned(residual.rows)),
                 dim3(kThreads), 0, p);
 }
