@@ -17,10 +17,12 @@
 //     Dk <= 128 (32, 64, 128 instantiated; others padded). Dv % 4 != 0, or
 //     VTLLM_GDN_DECODE=warp, takes the first kernel (a warp per 32 columns).
 //   gated_delta_rule_chunked: the chunked form of §8.7 (the chunked op: prefill and
-//     mixed steps), f32 CUDA-core tiles, chunks of 64 (gdn/delta_rule_chunked.cuh):
-//     a first kernel per (chunk, value head) solves the chunk's unit lower-triangular
-//     system into the stream's work scratch; a second per (request, value head, 32
-//     columns) runs the chunks in order from the slot's state. Requests shorter than
+//     mixed steps), chunks of 64 (gdn/delta_rule_chunked.cuh): a first kernel per
+//     (chunk, value head) solves the chunk's unit lower-triangular system into the
+//     stream's work scratch; a second per (request, value head, 32 columns) runs the
+//     chunks in order from the slot's state. Two kernel pairs: 3xTF32 tensor cores
+//     (chunk_wy_tc / chunk_scan_tc, the default) and f32 CUDA cores (chunk_wy /
+//     chunk_scan, VTLLM_GDN_PREFILL=f32); both to f32 rounding. Requests shorter than
 //     16 tokens run the token recurrence inside the second kernel. Dk, Dv <= 128
 //     (zero-padded; wider heads run gated_delta_rule). Host or device indices: a
 //     device kernel numbers the chunks, and launch shapes come from a bound on their
