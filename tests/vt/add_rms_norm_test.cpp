@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 #include <string>
 
+#include "cuda_compare.h"
 #include "vt/ops/activation.h"
 #include "vt/ops/copy.h"
 #include "vt/ops/norm.h"
@@ -13,14 +13,8 @@
 namespace vt {
 namespace {
 
-Tensor random(const Shape& shape, DType dt, float scale, uint64_t seed) {
-  Tensor f = Tensor::empty(shape, DType::kF32);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = d(rng);
-  Stream s(Device::cpu(), 1);
-  return to_dtype(s, f, dt);
-}
+// Random normals rounded to a dtype, on the CPU (the CUDA tests' helper, host-only).
+using cudatest::randn;
 
 Tensor clone(Stream& s, const Tensor& t) {
   Tensor c = Tensor::empty(t.shape(), t.dtype());
@@ -53,9 +47,9 @@ TEST(AddRmsNorm, EqualsAddThenRmsNormBitForBit) {
                                  (kind == RmsNormKind::kPlain ? " plain" : " 1+w") + " rows " +
                                  std::to_string(rows);
         // A residual much larger than the delta: the rounding of the add matters.
-        const Tensor x0 = random({rows, cols}, c.residual, 4.0f, seed++);
-        const Tensor delta = random({rows, cols}, c.delta, 0.05f, seed++);
-        const Tensor w = random({cols}, DType::kBF16, 0.3f, seed++);
+        const Tensor x0 = randn({rows, cols}, c.residual, 4.0f, seed++);
+        const Tensor delta = randn({rows, cols}, c.delta, 0.05f, seed++);
+        const Tensor w = randn({cols}, DType::kBF16, 0.3f, seed++);
         Tensor x_ref = clone(s, x0), out_ref = Tensor::empty({rows, cols}, c.out);
         add(s, x_ref, delta, x_ref);
         rms_norm(s, x_ref, w, 1e-6f, kind, out_ref);
@@ -69,9 +63,9 @@ TEST(AddRmsNorm, EqualsAddThenRmsNormBitForBit) {
 
 TEST(AddRmsNorm, OutMayBeDelta) {
   Stream s(Device::cpu());
-  const Tensor x0 = random({5, 300}, DType::kBF16, 2.0f, 11);
-  const Tensor d0 = random({5, 300}, DType::kBF16, 0.5f, 12);
-  const Tensor w = random({300}, DType::kF32, 0.3f, 13);
+  const Tensor x0 = randn({5, 300}, DType::kBF16, 2.0f, 11);
+  const Tensor d0 = randn({5, 300}, DType::kBF16, 0.5f, 12);
+  const Tensor w = randn({300}, DType::kF32, 0.3f, 13);
   Tensor x_ref = clone(s, x0), out_ref = Tensor::empty({5, 300}, DType::kBF16);
   add(s, x_ref, d0, x_ref);
   rms_norm(s, x_ref, w, 1e-6f, RmsNormKind::kOnePlus, out_ref);

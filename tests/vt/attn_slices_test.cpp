@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 #include <string>
 
+#include "cuda_compare.h"
 #include "vt/ops/attention.h"
 #include "vt/ops/attn_preamble.h"
 #include "vt/ops/copy.h"
@@ -17,14 +17,8 @@
 namespace vt {
 namespace {
 
-Tensor random(const Shape& shape, DType dt, float scale, uint64_t seed) {
-  Tensor f = Tensor::empty(shape, DType::kF32);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = d(rng);
-  Stream s(Device::cpu(), 1);
-  return to_dtype(s, f, dt);
-}
+// Random normals rounded to a dtype, on the CPU (the CUDA tests' helper, host-only).
+using cudatest::randn;
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.is_contiguous() && b.is_contiguous() && a.nbytes() == b.nbytes() &&
@@ -47,14 +41,14 @@ TEST(AttnSlices, PreambleAndCacheWriteReadRowStridedSlices) {
   for (const Case& c : cases) {
     const std::string what = std::string(dtype_name(c.dtype)) + " d " + std::to_string(c.d);
     const int64_t qw = c.hq * c.d * (c.gated ? 2 : 1), kw = c.hkv * c.d;
-    const Tensor qkv = random({c.T, qw + 2 * kw}, c.dtype, 2.0f, seed++);
+    const Tensor qkv = randn({c.T, qw + 2 * kw}, c.dtype, 2.0f, seed++);
     const Tensor qg = qkv.slice(1, 0, qw), k = qkv.slice(1, qw, qw + kw);
     const Tensor v = qkv.slice(1, qw + kw, qw + 2 * kw).reshape({c.T, c.hkv, c.d});
     if (c.T > 1) {
       EXPECT_FALSE(qg.is_contiguous()) << what;
     }
-    const Tensor qw_n = random({c.d}, DType::kBF16, 0.3f, seed++);
-    const Tensor kw_n = random({c.d}, DType::kBF16, 0.3f, seed++);
+    const Tensor qw_n = randn({c.d}, DType::kBF16, 0.3f, seed++);
+    const Tensor kw_n = randn({c.d}, DType::kBF16, 0.3f, seed++);
     Tensor pos = Tensor::empty({c.T}, DType::kI64);
     for (int64_t t = 0; t < c.T; ++t) pos.data<int64_t>()[t] = 100 + 7 * t;
     const Tensor cs = rope_cos_sin_table(pos, c.rotary, 1e7);
@@ -81,8 +75,8 @@ TEST(AttnSlices, PreambleAndCacheWriteReadRowStridedSlices) {
     for (int64_t t = 0; t < c.T; ++t) slots.data<int64_t>()[t] = (t * 5 + 3) % (blocks * bs);
     if (c.T > 1) slots.data<int64_t>()[1] = -1;
     auto run_write = [&](const Tensor& v_in, Tensor& kc, Tensor& vc) {
-      kc = random({blocks, bs, c.hkv, c.d}, c.dtype, 1.0f, 99);
-      vc = random({blocks, bs, c.hkv, c.d}, c.dtype, 1.0f, 98);
+      kc = randn({blocks, bs, c.hkv, c.d}, c.dtype, 1.0f, 99);
+      vc = randn({blocks, bs, c.hkv, c.d}, c.dtype, 1.0f, 98);
       kv_cache_write(s, ko, v_in, slots, kc, vc);
     };
     Tensor kc, vc, kc_c, vc_c;
@@ -106,10 +100,10 @@ TEST(AttnSlices, StackedProjectionEqualsSeparateOnCpu) {
   for (DType dt : {DType::kF32, DType::kBF16})
     for (int64_t T : {1, 5, 70}) {
       const int64_t hidden = 96, qn = 2 * 4 * 32, kn = 2 * 32;
-      const Tensor x = random({T, hidden}, dt, 1.0f, seed++);
-      const Tensor wq = random({qn, hidden}, DType::kBF16, 0.1f, seed++);
-      const Tensor wk = random({kn, hidden}, DType::kBF16, 0.1f, seed++);
-      const Tensor wv = random({kn, hidden}, DType::kBF16, 0.1f, seed++);
+      const Tensor x = randn({T, hidden}, dt, 1.0f, seed++);
+      const Tensor wq = randn({qn, hidden}, DType::kBF16, 0.1f, seed++);
+      const Tensor wk = randn({kn, hidden}, DType::kBF16, 0.1f, seed++);
+      const Tensor wv = randn({kn, hidden}, DType::kBF16, 0.1f, seed++);
       Tensor w = Tensor::empty({qn + 2 * kn, hidden}, DType::kBF16);
       Tensor wq_rows = w.slice(0, 0, qn), wk_rows = w.slice(0, qn, qn + kn);
       Tensor wv_rows = w.slice(0, qn + kn, qn + 2 * kn);
