@@ -125,14 +125,34 @@ void validate_step_ranges(const ForwardBatch& b, int64_t num_blocks, int64_t num
            ": two requests share a state slot");
 }
 
-std::vector<int64_t> pack_step(const ForwardBatch& b, const RopeSpec* rope, vt::DType act_dtype,
-                               const StepLayout* layout, PackedOffsets* offsets) {
+namespace {
+
+// A step's sizes: the batch's own (T0 tokens, B0 requests, W0 block-table columns) and
+// the packed ones, which a CUDA-graph layout pads (T = B = layout->batch, W =
+// layout->table_width); R rotary columns; whether GDN state slots travel.
+struct StepDims {
+  int64_t T0, B0, W0, T, B, W, R;
+  bool padded, gdn;
+};
+StepDims step_dims(const ForwardBatch& b, const RopeSpec* rope, const StepLayout* layout) {
   const int64_t T0 = b.num_tokens(), B0 = b.num_requests(), W0 = b.max_blocks_per_seq;
   const bool padded = layout != nullptr;
-  const int64_t B = padded ? layout->batch : B0, T = padded ? layout->batch : T0;
-  const int64_t W = padded ? layout->table_width : W0;
-  const int64_t R = rope != nullptr ? rope->rotary_dim : 0;
-  const bool gdn = !b.state_slots.empty() || (padded && layout->pad_state_slot >= 0);
+  return {T0,
+          B0,
+          W0,
+          padded ? layout->batch : T0,
+          padded ? layout->batch : B0,
+          padded ? layout->table_width : W0,
+          rope != nullptr ? rope->rotary_dim : 0,
+          padded,
+          !b.state_slots.empty() || (padded && layout->pad_state_slot >= 0)};
+}
+
+}  // namespace
+
+std::vector<int64_t> pack_step(const ForwardBatch& b, const RopeSpec* rope, vt::DType act_dtype,
+                               const StepLayout* layout, PackedOffsets* offsets) {
+  const auto [T0, B0, W0, T, B, W, R, padded, gdn] = step_dims(b, rope, layout);
   VT_CHECK(!padded || (B0 <= B && W0 <= W), "pack_step: ", B0, " requests x ", W0,
            " blocks do not fit the layout's ", B, " x ", W);
   const Packing pk(T, B, W, R);
@@ -179,12 +199,7 @@ BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& b, const RopeSp
     VT_CHECK(layout == nullptr && into == nullptr, "make_batch_inputs: layouts are for CUDA");
     return host_inputs(s, b, rope, act_dtype);
   }
-  const int64_t T0 = b.num_tokens(), B0 = b.num_requests(), W0 = b.max_blocks_per_seq;
-  const bool padded = layout != nullptr;
-  const int64_t B = padded ? layout->batch : B0, T = padded ? layout->batch : T0;
-  const int64_t W = padded ? layout->table_width : W0;
-  const int64_t R = rope != nullptr ? rope->rotary_dim : 0;
-  const bool gdn = !b.state_slots.empty() || (padded && layout->pad_state_slot >= 0);
+  const auto [T0, B0, W0, T, B, W, R, padded, gdn] = step_dims(b, rope, layout);
   BatchInputs in;
   set_facts(in, b);
   in.num_tokens = T;
