@@ -491,7 +491,11 @@ TEST(CudaGdn, RecurrentDecodeContinuesTensorCorePrefill) {
   Tensor g = mixed_gates(T, hv, 1203), beta = uniform({T, hv}, 0.05f, 0.95f, 1204);
   Tensor st0 = randn({slots, hv, d, d}, DType::kF32, 0.5, 1205);
   const float scale = 1.0f / std::sqrt(float(d));
-  Tensor st_ref = contiguous(s.cpu, st0), out_ref = Tensor::empty({T, hv, d}, DType::kBF16);
+  // A copy, not contiguous(st0): that returns st0 itself, and the reference's in-place
+  // update would then become the GPU run's starting state.
+  Tensor st_ref = Tensor::empty(st0.shape(), DType::kF32);
+  Tensor out_ref = Tensor::empty({T, hv, d}, DType::kBF16);
+  copy(s.cpu, st0, st_ref);
   gated_delta_rule_recurrent(s.cpu, q, k, v, g, beta, scale, i32(full_qsl), st_ref, i32(slot),
                              out_ref);
 
