@@ -48,37 +48,54 @@ __global__ void __launch_bounds__(kCombineWarps* kWarp)
   }
 }
 
-// The decode kernel's merge (paged_decode.cuh): a warp per (request, query head) of a
-// request with one token whose keys span nz >= 2 splits; exactly those splits wrote
-// the workspace (a request within one split wrote out itself, padding requests of a
-// graph included). out[t, h] = sum_z acc_z 2^(m_z - M) / sum_z l_z 2^(m_z - M).
-__global__ void __launch_bounds__(kCombineWarps* kWarp)
+// The decode kernel's merge (paged_decode.cuh): out[t, h] = sum_z acc_z 2^(m_z - M) /
+// sum_z l_z 2^(m_z - M), M = max_z m_z, over the request's request_split().count splits
+// (exactly those wrote the workspace; a request within one split wrote out itself,
+// padding requests of a graph included, and is skipped here). Parallel over rows and
+// dims: a thread takes 4 consecutive dims of one (request, query head) row (16-byte
+// workspace loads), so a block of kDecodeCombineThreads holds 512 / d rows; each
+// thread reads its row's (m, l) pairs itself (one 8-byte load per split, shared
+// through L1) instead of waiting on another warp.
+constexpr int kDecodeCombineThreads = 128;
+__global__ void __launch_bounds__(kDecodeCombineThreads)
     decode_combine_kernel(const float* ws_acc, const float* ws_ml, const int32_t* query_start,
-                          const int32_t* seq_lens, int batch, int splits, int split_keys,
-                          int64_t tokens,
+                          const int32_t* seq_lens, int batch, int max_splits, int64_t tokens,
                           int hq, int d, void* out, DType out_dtype, int64_t out_t,
                           int64_t out_h) {
-  const int lane = threadIdx.x % kWarp;
-  const int64_t item = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / kWarp;
+  const int per_row = d / 4;  // threads per row
+  const int64_t item = int64_t(blockIdx.x) * (kDecodeCombineThreads / per_row) +
+                       threadIdx.x / per_row;
   if (item >= int64_t(batch) * hq) return;
-  const int b = int(item / hq), h = int(item % hq);
+  const int b = int(item / hq), h = int(item % hq), e = 4 * (threadIdx.x % per_row);
   const int t = query_start[b];
   if (query_start[b + 1] - t != 1) return;
-  const int nz = min(splits, (seq_lens[b] + split_keys - 1) / split_keys);
+  const int nz = decode::request_split(seq_lens[b], max_splits).count;
   if (nz < 2) return;
   const int64_t rows = tokens * hq, row = int64_t(t) * hq + h;
+  const float2* ml = reinterpret_cast<const float2*>(ws_ml) + row;
+  const float4* acc = reinterpret_cast<const float4*>(ws_acc + row * d + e);
+  const int64_t acc_split = rows * d / 4;  // float4s between two splits' rows
   float mx = -INFINITY;
-  for (int z = 0; z < nz; ++z) mx = fmaxf(mx, ws_ml[(z * rows + row) * 2]);
+  for (int z = 0; z < nz; ++z) mx = fmaxf(mx, ml[z * rows].x);
   float denom = 0.0f;
-  for (int z = 0; z < nz; ++z) denom += ws_ml[(z * rows + row) * 2 + 1] * exp2f(ws_ml[(z * rows + row) * 2] - mx);
-  const float inv = 1.0f / denom;
-  const int64_t off = int64_t(t) * out_t + int64_t(h) * out_h;
-  for (int e = lane; e < d; e += kWarp) {
-    float sum = 0.0f;
-    for (int z = 0; z < nz; ++z)
-      sum += ws_acc[(z * rows + row) * d + e] * exp2f(ws_ml[(z * rows + row) * 2] - mx);
-    store_f32(out, out_dtype, off + e, sum * inv);
+  float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+  for (int z = 0; z < nz; ++z) {
+    const float2 mlz = ml[z * rows];
+    const float4 a = acc[z * acc_split];
+    const float w = exp2f(mlz.x - mx);  // every split has a key: m_z is finite
+    denom += mlz.y * w;
+    sum.x += a.x * w;
+    sum.y += a.y * w;
+    sum.z += a.z * w;
+    sum.w += a.w * w;
   }
+  const float inv = 1.0f / denom;
+  const int64_t off = int64_t(t) * out_t + int64_t(h) * out_h + e;
+  store_f32(out, out_dtype, off, sum.x * inv);
+  store_f32(out, out_dtype, off + 1, sum.y * inv);
+  store_f32(out, out_dtype, off + 2, sum.z * inv);
+  store_f32(out, out_dtype, off + 3, sum.w * inv);
 }
 
 // Device-index form: tile i covers request i / per_req, tokens [q0 + j * tpc, +tpc) of
@@ -194,10 +211,27 @@ paged::Params make_params(StreamState& st, const Tensor& q, const Tensor& k_cach
 }
 
 // The decode kernel's step (paged_decode.cuh): a CTA per (request, kv head, split) over
-// the bound batch; requests without exactly one token exit. The split count sees only
-// the bounds when given (vt/ops/attention.h): about two waves of resident CTAs, each
-// split at least 2 tiles (a small batch over a short context still spreads over SMs:
-// one CTA streams at ~1/132 of the copy rate).
+// the bound batch; requests without exactly one token exit.
+// Split rule: the grid holds `splits` CTAs per (request, kv head), and each request
+// uses ceil(seq_len / kMinSplitKeys) of them at most (decode::request_split, on the
+// device). `splits` fills one wave of resident CTAs (ctas x splits <= SMs x CTAs per
+// SM) and never asks for more splits than the longest context can use at
+// kMinSplitKeys each. So a small batch over a long context spreads over the SMs (one
+// CTA streams at ~1/132 of the copy rate), a short context or a full batch runs
+// unsplit, and with bounds (a graph) the grid follows the bounds while the work
+// follows each step's real seq_len. With one split per request everywhere (splits ==
+// 1) the combine kernel is not launched: the decode kernel writes out itself.
+int decode_splits(const StreamState& st, int64_t d, int64_t ctas, int64_t max_keys) {
+  const int smem = d == 64    ? decode::smem_bytes<64>()
+                   : d == 128 ? decode::smem_bytes<128>()
+                              : decode::smem_bytes<256>();
+  const int64_t per_sm = std::max(1, (227 * 1024) / (smem + 1024));
+  const int64_t wave = per_sm * int64_t(st.num_sms);
+  if (ctas >= wave) return 1;
+  const int64_t useful = (max_keys + decode::kMinSplitKeys - 1) / decode::kMinSplitKeys;
+  return int(std::clamp<int64_t>(std::min(wave / ctas, useful), 1, 128));
+}
+
 void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                   const PagedBatch& pb, float scale, const Tensor& out) {
   const int64_t T = q.size(0), hq = q.size(1), d = q.size(2), hkv = k_cache.size(2);
@@ -212,20 +246,8 @@ void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const
   } else {
     for (int64_t b = 0; b < batch; ++b) max_keys = std::max(max_keys, pb.seq_lens[size_t(b)]);
   }
-  const int smem = d == 64    ? decode::smem_bytes<64>()
-                   : d == 128 ? decode::smem_bytes<128>()
-                              : decode::smem_bytes<256>();
-  const int64_t per_sm = std::max(1, (227 * 1024) / (smem + 1024));
-  const int64_t ctas = std::max<int64_t>(1, ctas_batch * hkv * head_chunks);
-  const int64_t target = 2 * per_sm * int64_t(st.num_sms), min_split = 2 * decode::kKeys;
-  int splits = 1;
-  if (ctas < target && max_keys >= 2 * min_split)
-    splits = int(std::min<int64_t>((target + ctas - 1) / ctas, (max_keys + min_split - 1) / min_split));
-  splits = std::clamp(splits, 1, 128);
-  const int align = decode::kSplitAlign;
-  int split_keys = int((std::max<int64_t>(max_keys, 1) + splits - 1) / splits);
-  split_keys = std::max(align, (split_keys + align - 1) / align * align);
-  splits = std::max(1, int((max_keys + split_keys - 1) / split_keys));
+  const int splits =
+      decode_splits(st, d, std::max<int64_t>(1, ctas_batch * hkv * head_chunks), max_keys);
 
   const int32_t *d_qs = pb.d_query_start, *d_sl = pb.d_seq_lens, *d_bt = pb.d_block_table;
   if (!pb.on_device()) {
@@ -240,17 +262,16 @@ void paged_decode(StreamState& st, const Tensor& q, const Tensor& k_cache, const
     d_bt = d_idx + 2 * batch + 1;
   }
   paged::Params p = make_params(st, q, k_cache, v_cache, out, pb, d_qs, d_sl, d_bt, heads_per_cta,
-                                head_chunks, splits, split_keys, scale);
+                                head_chunks, splits, /*split_keys: per request*/ 0, scale);
   if (k_cache.dtype() == DType::kBF16)
     launch_decode_for_dim<__nv_bfloat16>(int(d), p, int(batch), st.stream);
   else
     launch_decode_for_dim<__half>(int(d), p, int(batch), st.stream);
   if (splits > 1) {
-    const int64_t items = batch * hq;
-    decode_combine_kernel<<<unsigned((items + kCombineWarps - 1) / kCombineWarps),
-                            kCombineWarps * kWarp, 0, st.stream>>>(
-        p.ws_acc, p.ws_ml, d_qs, d_sl, int(batch), splits, split_keys, T, int(hq), int(d),
-        out.data_ptr(),
+    const int64_t rows_per_block = kDecodeCombineThreads / (d / 4), items = batch * hq;
+    decode_combine_kernel<<<unsigned((items + rows_per_block - 1) / rows_per_block),
+                            kDecodeCombineThreads, 0, st.stream>>>(
+        p.ws_acc, p.ws_ml, d_qs, d_sl, int(batch), splits, T, int(hq), int(d), out.data_ptr(),
         out.dtype(), out.stride(0), out.stride(1));
     VT_CUDA_CHECK_LAUNCH("paged attention decode_combine_kernel");
   }

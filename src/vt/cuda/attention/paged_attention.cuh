@@ -50,7 +50,9 @@ struct Params {
   int max_blocks, block_size;
   int tokens, hq, hkv, group;
   int heads_per_cta, head_chunks;  // query heads of one kv head per CTA, CTAs per kv head
-  int splits, split_keys;          // keys per split (a multiple of kKeys)
+  // Keys per split (a multiple of kKeys). The decode kernel reads neither as fixed:
+  // splits bounds the grid and each request sizes its own (decode::request_split).
+  int splits, split_keys;
   float scale_log2;                // scale * log2(e)
 };
 

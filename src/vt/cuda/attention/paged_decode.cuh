@@ -17,7 +17,8 @@
 // O = sum_w O_w 2^(m_w - M), l = sum_w l_w 2^(m_w - M), M = max_w m_w. A request whose
 // keys fit in one split writes out = O / l rounded once; otherwise the CTA writes O, M
 // and l to the f32 workspace and paged_attention.cu's decode_combine_kernel merges the
-// request's splits. The rounding of p is against the warp's running max (as a split's
+// request's splits. How many splits a request takes is decided here, per request, from
+// its seq_len (request_split): the grid's split count is only the host's bound. The rounding of p is against the warp's running max (as a split's
 // against its own: vt/ops/attention.h allows a running max). Shared memory is the
 // swizzled layout of flash_prefill.cuh (chunk c of row r at c ^ (r & 7)).
 #pragma once
@@ -38,6 +39,27 @@ inline constexpr int kRows = 16;           // query heads per CTA (one mma M)
 inline constexpr int kKeys = kWarps * 16;  // keys per tile, 16 per warp
 inline constexpr int kStages = 3;          // tiles in the cp.async ring
 inline constexpr int kSplitAlign = kKeys;  // a split's key count is a multiple of this
+// A request's keys are split only in runs of at least this many (4 tiles): a shorter
+// split spends more on its prologue, its merge and the workspace than on its keys.
+inline constexpr int kMinSplitKeys = 4 * kKeys;
+
+// The split of one request's keys: `count` splits of `keys` keys (the last one shorter),
+// count = ceil(seq_len / kMinSplitKeys) clamped to [1, max_splits], the keys dealt
+// evenly in multiples of kSplitAlign. max_splits is the grid's split count, which the
+// host sizes from bounds (a graph's max context); the request's real seq_len, read on the
+// device, picks how many of those CTAs work, so a graph captured for a long context
+// still runs a short one unsplit, and the kernel and the combine agree on the split.
+struct RequestSplit {
+  int keys, count;
+};
+__host__ __device__ inline RequestSplit request_split(int seq_len, int max_splits) {
+  int count = (seq_len + kMinSplitKeys - 1) / kMinSplitKeys;
+  count = count < 1 ? 1 : (count > max_splits ? max_splits : count);
+  int keys = (seq_len + count - 1) / count;
+  keys = keys < kSplitAlign ? kSplitAlign : (keys + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+  count = seq_len <= keys ? 1 : (seq_len + keys - 1) / keys;
+  return {keys, count};
+}
 
 // q tile + the K/V ring, in bytes; the merge buffer (f32 [kWarps][kRows][D] + m, l)
 // reuses the ring.
@@ -72,11 +94,10 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
   if (p.query_start[b + 1] - t != 1) return;  // no token (or not a decode: not this kernel's)
   const int seq_len = p.seq_lens[b];
   const int heads = min(p.heads_per_cta, p.group - head0);  // real rows of the tile
-  const int k_begin = split * p.split_keys;
-  const int k_end = min(seq_len, k_begin + p.split_keys);
-  // This request's only split writes out (also when a seq_len past the bounds meets a
-  // one-split launch: its keys past split_keys are dropped, never a workspace write).
-  const bool single = seq_len <= p.split_keys || p.splits == 1;
+  const RequestSplit rs = request_split(seq_len, p.splits);
+  const int k_begin = split * rs.keys;
+  const int k_end = min(seq_len, k_begin + rs.keys);
+  const bool single = rs.count == 1;  // this request's only split writes out itself
   if (seq_len <= 0) {  // no key (never a valid request): a finite zero row, not NaN
     if (split == 0)
       for (int i = threadIdx.x; i < heads * D; i += kThreads)
@@ -85,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
             from_float<T>(0.0f);
     return;
   }
-  if (k_begin >= k_end) return;  // a split past the request's keys (launch shaped by bounds)
+  if (split >= rs.count) return;  // a split past the request's (launch shaped by bounds)
 
   const T* q = static_cast<const T*>(p.q);
   for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
