@@ -341,18 +341,22 @@ TEST(CudaGemmSkinny, GraphReplayEqualsEager) {
 }
 
 // The dispatch rule of vt/cuda/gemm.h: auto (the default) = skinny for supported
-// shapes with M <= kSkinnyMaxM; VTLLM_GEMM_SKINNY=0 / 1 = never / wherever supported.
+// shapes with M <= kSkinnyMaxM and N >= kSkinnyMinN (vocabulary heads);
+// VTLLM_GEMM_SKINNY=0 / 1 = never / wherever supported.
 TEST(CudaGemmSkinny, DispatchFollowsTheRule) {
   VT_REQUIRE_GPU();
-  EXPECT_TRUE(cuda::skinny_rule(1, 4096, 4096));
-  EXPECT_TRUE(cuda::skinny_rule(cuda::kSkinnyMaxM, 151936, 4096));
-  EXPECT_FALSE(cuda::skinny_rule(cuda::kSkinnyMaxM + 1, 4096, 4096));
+  EXPECT_TRUE(cuda::skinny_rule(1, 151936, 4096));
+  EXPECT_TRUE(cuda::skinny_rule(cuda::kSkinnyMaxM, 248320, 5120));
+  EXPECT_FALSE(cuda::skinny_rule(cuda::kSkinnyMaxM + 1, 151936, 4096));
+  EXPECT_FALSE(cuda::skinny_rule(1, 4096, 4096));
+  EXPECT_FALSE(cuda::skinny_rule(1, cuda::kSkinnyMinN - 1, 4096));
   Streams s;
-  Tensor w = s.up(host_rand({1024, 4096}, DType::kBF16, 1.0 / 64, 1));
+  const int64_t n = cuda::kSkinnyMinN;  // the smallest N the rule takes
+  Tensor w = s.up(host_rand({n, 256}, DType::kBF16, 1.0 / 16, 1));
   for (int64_t m : {int64_t(1), cuda::kSkinnyMaxM, cuda::kSkinnyMaxM + 1, cuda::kSkinnyLimitM,
                     int64_t(64)}) {
-    Tensor x = s.up(host_rand({m, 4096}, DType::kBF16, 1.0, 2));
-    Tensor out = Tensor::empty({m, 1024}, DType::kBF16, s.gpu.device());
+    Tensor x = s.up(host_rand({m, 256}, DType::kBF16, 1.0, 2));
+    Tensor out = Tensor::empty({m, n}, DType::kBF16, s.gpu.device());
     const bool supports = cuda::skinny_supports(x, w, out);
     EXPECT_EQ(supports, m <= cuda::kSkinnyLimitM) << m;
     bool want = false;

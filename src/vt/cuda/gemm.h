@@ -22,21 +22,18 @@ void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, con
 enum class SkinnyMode { kOff, kOn, kAuto };
 SkinnyMode skinny_mode();
 
-// The shipped rule: skinny for M <= kSkinnyMaxM, any N and K, launched with PDL in
-// CUDA graphs (SkinnyPdl below). Why 16: decode is weight streaming. At M <= 16 one m16n8k16
-// mma pair per 16 weight rows covers every activation row and the [M, K] activations
-// cost at most half the weight bytes in L2 reads; above 16 cuBLASLt's tiled kernels
-// catch up. Measured alone (L2 cold, no neighbours) the skinny kernel wins only on
-// lm_head and is 5-30% slower than cuBLASLt on the 4096-row matrices: each GEMM pays
-// ~8-12 us of ramp and tail, which PDL is meant to hide. To be decided on the H200 by
-// `cuda_kernels_bench decode-gemm`: its "decode chain" rows replay, as CUDA graphs at
-// M = 1, 8, 16, 32, 64, one GDN layer and one attention layer of the 9B shape (norm /
-// activation kernels between the GEMMs, as the model runs them), the same GEMMs back to
-// back, and 4 GEMMs of each projection shape, through cuBLASLt, skinny, skinny+pdl and
-// skinny+pdl+l2, and print one verdict line per (M, chain): the rule becomes the
-// fastest variant per M (per shape, from the per-shape chains, where they disagree),
-// and the PDL default the faster of kRing / kRingL2.
-inline constexpr int64_t kSkinnyMaxM = 16;
+// The shipped rule, measured on the H200 (docs/BENCHMARKS.md, 2026-11-30, fourth
+// session): skinny only for vocabulary heads (N >= kSkinnyMinN) at M <= kSkinnyMaxM,
+// cuBLASLt everywhere else. `cuda_kernels_bench decode-gemm` (CUDA graphs, L2 cold):
+// the skinny kernel streams lm_head at 97-102% of the copy ceiling at M <= 4 against
+// cuBLASLt's 94% (13-44 us per step); at M = 8 they tie, from 16 cuBLASLt wins. On the
+// 4096-row projections cuBLASLt is as fast or faster at every M (in-layer chains at M =
+// 1: 299 us vs 323 skinny, 340 skinny+pdl), and the whole batch-1 step of the 9B shape
+// took 6.54 ms with cuBLASLt only against 6.90 with skinny at M <= 16. PDL stays on
+// for the skinny launches in graphs (SkinnyPdl below): it neither helped nor hurt the
+// lm_head chain measurably.
+inline constexpr int64_t kSkinnyMaxM = 4;
+inline constexpr int64_t kSkinnyMinN = 65536;
 bool skinny_rule(int64_t m, int64_t n, int64_t k);
 
 // What linear() runs for these operands: skinny_supports() and the mode's choice.

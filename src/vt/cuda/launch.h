@@ -5,10 +5,10 @@
 
 namespace vt::cuda {
 
-// VTLLM_PDL=0|1 (read once, here only; default 0 until the kernels' PDL has run on the
-// H200: CudaPdl.* and the decode A/B of docs/KERNELS.md): 1 lets launch_kernel() (launch.cuh) add
-// cudaLaunchAttributeProgrammaticStreamSerialization to launches made while the stream
-// is capturing a CUDA graph. Eager launches are always plain. The skinny GEMM has its
+// VTLLM_PDL=0|1 (read once, here only; default 0: on the H200 the CudaPdl.* tests pass
+// but the batch-1 decode step was slower with it, docs/KERNELS.md): 1 lets
+// launch_kernel() (launch.cuh) add cudaLaunchAttributeProgrammaticStreamSerialization to
+// launches made while the stream is capturing a CUDA graph. Eager launches are always plain. The skinny GEMM has its
 // own switch, VTLLM_GEMM_PDL (vt/cuda/gemm.h). Throws vtllm::Error on another value.
 bool pdl_enabled();
 

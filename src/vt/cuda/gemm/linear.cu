@@ -191,8 +191,8 @@ bool skinny_pdl_enabled() {
 }
 
 bool skinny_rule(int64_t m, int64_t n, int64_t k) {
-  (void)n, (void)k;  // the rule may come to depend on the shape (gemm.h)
-  return m >= 1 && m <= kSkinnyMaxM;
+  (void)k;  // the measured rule does not depend on K (gemm.h)
+  return m >= 1 && m <= kSkinnyMaxM && n >= kSkinnyMinN;
 }
 
 bool use_skinny(const Tensor& x, const Tensor& w, const Tensor& out) {
