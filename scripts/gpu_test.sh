@@ -21,7 +21,10 @@
 # bench throughput` with dummy weights on those bench/models configs: decode batch 1, 8,
 # 32, 64 at context 512, prefill 512 and 4096; JSON in the logs), SANITIZE=1 (also run
 # the CUDA tests under compute-sanitizer memcheck; SANITIZE_FILTER, SANITIZE_TIMEOUT
-# seconds, 300).
+# seconds, 300), PREBUILT=1 (skip configure and build: run the binaries already in
+# BUILD_DIR, e.g. built on the development machine and carried over; the tests find
+# their fixtures through the source path compiled into them, so that path must exist
+# here too, e.g. as a link to this tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -93,17 +96,25 @@ export LIBRARY_PATH="$libdir${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
 
-# ---- 3. configure and build (ninja -k 0: build every target that can be built)
+# ---- 3. configure and build (ninja -k 0: build every target that can be built), or,
+# with PREBUILT=1, take the binaries already in $build (built elsewhere with the same
+# layout: tests/*_tests, vtllm, bench/cuda_*_bench; the Debian libraries above serve
+# them at run time)
 mkdir -p "$build" "$logs"
-say "configuring $build (VTLLM_CUDA=$cuda_mode, pkg-config $pkg_config)"
-if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVTLLM_CUDA="$cuda_mode" \
-  -DCMAKE_PREFIX_PATH="$usr" -DCMAKE_LIBRARY_PATH="$libdir" -DCMAKE_INCLUDE_PATH="$usr/include" \
-  -DPKG_CONFIG_EXECUTABLE="$pkg_config" 2>&1 | tee "$logs/configure.log"; then
-  die "cmake configure failed (see $logs/configure.log)"
-fi
-say "building with -j$jobs"
 build_ok=1
-if ! cmake --build "$build" -j "$jobs" -- -k 0 2>&1 | tee "$logs/build.log"; then build_ok=0; fi
+if [ "${PREBUILT:-0}" = 1 ]; then
+  say "PREBUILT=1: running the binaries in $build as they are"
+  ls "$build"/tests/*_tests >/dev/null 2>&1 || die "PREBUILT=1 but $build/tests holds no *_tests"
+else
+  say "configuring $build (VTLLM_CUDA=$cuda_mode, pkg-config $pkg_config)"
+  if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVTLLM_CUDA="$cuda_mode" \
+    -DCMAKE_PREFIX_PATH="$usr" -DCMAKE_LIBRARY_PATH="$libdir" -DCMAKE_INCLUDE_PATH="$usr/include" \
+    -DPKG_CONFIG_EXECUTABLE="$pkg_config" 2>&1 | tee "$logs/configure.log"; then
+    die "cmake configure failed (see $logs/configure.log)"
+  fi
+  say "building with -j$jobs"
+  if ! cmake --build "$build" -j "$jobs" -- -k 0 2>&1 | tee "$logs/build.log"; then build_ok=0; fi
+fi
 
 # ---- 4. run every test binary, then selfcheck
 if command -v nvidia-smi >/dev/null; then
