@@ -5,10 +5,13 @@
 //
 // Kernels (cuda/attention/):
 //   attn_qk_norm_rope_gate: one warp per (token, head) work item (Hq query heads, then
-//     Hkv key heads); the head vector is normed in registers, staged in shared memory
+//     Hkv key heads, 4 warps a block); every load of the item is issued before its
+//     first store; the head vector is normed in registers, staged in shared memory
 //     for the rotate-half pairs, written once; the gate's sigmoid is done by the warp
-//     of its query head. f32 throughout, one rounding per output.
-//   kv_cache_write: one block per token, every (head, dim) of k and v converted once.
+//     of its query head. f32 throughout, one rounding per output. head_dim <= 512.
+//   kv_cache_write: one thread per (token, head, 8 dims) of k and v, loads before
+//     stores; a 16-byte copy when k, v and the caches share a 16-bit dtype (and the
+//     runs are aligned), otherwise each element converted once.
 //   paged_attention: a tiled flash-attention on CUDA cores (see paged_attention.cu):
 //     each CTA takes a tile of query rows (tokens x the query heads of one kv head),
 //     walks the request's keys in shared-memory tiles of 32 with an online softmax,

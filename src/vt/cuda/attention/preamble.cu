@@ -11,8 +11,9 @@ namespace vt::cuda {
 
 namespace {
 
-constexpr int kPreambleWarps = 8;
-constexpr int kCacheWriteThreads = 256;
+constexpr int kPreambleWarps = 4;  // small CTAs: one decode token's ~20 heads spread over SMs
+constexpr int kCacheWriteThreads = 128;
+constexpr int kCacheWriteRun = 8;  // dims per thread: 16 bytes of a 16-bit cache
 
 // Element offsets throughout (the dtypes are run-time values).
 struct PreambleParams {
@@ -44,7 +45,16 @@ struct PreambleParams {
 };
 
 // One warp per (token, head) item; items [0, Hq) of a token are query heads (with
-// their gate), [Hq, Hq + Hkv) key heads. buf: the warp's d floats of shared memory.
+// their gate), [Hq, Hq + Hkv) key heads. Lane l holds dims l + 32 k (k < kPerLane,
+// d <= 32 kPerLane) in registers. At one decode token there is one item per warp, so
+// the kernel is a chain of memory latencies: every load of the item (the head, its
+// gate half, the norm weight, the cos/sin slots) is issued before the first store, as
+// a store could alias a later load for all the compiler knows (the op forbids
+// overlap). buf: the warp's d floats of shared memory, where the rotate-half partner
+// (dim i +- R/2, another lane's) is read. The sums and products are those of the
+// oracle's order (ss over dims l, l + 32, ... per lane, then the warp), so the output
+// is what the one-dim-at-a-time loop gave, bit for bit.
+template <int kPerLane>
 __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(PreambleParams p) {
   extern __shared__ float smem[];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -55,7 +65,7 @@ __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(Preambl
        item += int64_t(gridDim.x) * kPreambleWarps) {
     const int64_t t = item / (p.hq + p.hkv);
     const int h = int(item % (p.hq + p.hkv));
-    const bool is_q = h < p.hq;
+    const bool is_q = h < p.hq, gated = is_q && p.gate;
     const void* src = is_q ? p.qg : p.k;
     const DType sdt = is_q ? p.qg_dtype : p.k_dtype;
     const int64_t src_off = is_q ? t * p.qg_row + int64_t(h) * per_head
@@ -66,60 +76,104 @@ __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(Preambl
     const DType ddt = is_q ? p.q_out_dtype : p.k_out_dtype;
     const int64_t dst_off = is_q ? t * p.q_out_t + int64_t(h) * p.q_out_h
                                  : t * p.k_out_t + int64_t(h - p.hq) * p.k_out_h;
-    float ss = 0.0f;
-    for (int i = lane; i < p.d; i += kWarp) {
-      const float v = load_f32(src, sdt, src_off + i);
-      buf[i] = v;
-      ss += v * v;
-    }
-    const float inv = rsqrtf(warp_sum(ss) / float(p.d) + p.eps);
-    const bool narrow = ddt != DType::kF32;
-    if (!narrow) {
-      for (int i = lane; i < p.d; i += kWarp) buf[i] = buf[i] * inv * (load_f32(w, wdt, i) + p.w_offset);
-    } else {
-      // The oracle's separate ops: the norm output rounds (kPlain: the normalised value
-      // too, before the weight), then NeoX in dt arithmetic (vt/ops/attn_preamble.h).
-      const bool plain = p.w_offset == 0.0f;
-      for (int i = lane; i < p.d; i += kWarp) {
-        const float nv = buf[i] * inv;
-        buf[i] = round_to((plain ? round_to(nv, ddt) : nv) * (load_f32(w, wdt, i) + p.w_offset), ddt);
+    const float* c = p.cos_sin + t * p.rotary;
+
+    float x[kPerLane], wt[kPerLane], gv[kPerLane], cs[kPerLane], sn[kPerLane];
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int i = lane + k * kWarp;
+      x[k] = wt[k] = gv[k] = cs[k] = sn[k] = 0.0f;
+      if (i >= p.d) continue;
+      x[k] = load_f32(src, sdt, src_off + i);
+      wt[k] = load_f32(w, wdt, i) + p.w_offset;
+      if (gated) gv[k] = load_f32(src, sdt, src_off + p.d + i);
+      if (i < p.rotary) {
+        const int j = i < half ? i : i - half;
+        cs[k] = c[j];
+        sn[k] = c[half + j];
       }
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) ss += x[k] * x[k];
+    const float inv = rsqrtf(warp_sum(ss) / float(p.d) + p.eps);
+    const bool narrow = ddt != DType::kF32, plain = p.w_offset == 0.0f;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      if (!narrow) {
+        x[k] = x[k] * inv * wt[k];
+      } else {
+        // The oracle's separate ops: the norm output rounds (kPlain: the normalised
+        // value too, before the weight), then NeoX in dt arithmetic
+        // (vt/ops/attn_preamble.h).
+        const float nv = x[k] * inv;
+        x[k] = round_to((plain ? round_to(nv, ddt) : nv) * wt[k], ddt);
+      }
+      if (lane + k * kWarp < p.d) buf[lane + k * kWarp] = x[k];
     }
     __syncwarp();
-    const float* c = p.cos_sin + t * p.rotary;
-    for (int j = lane; j < half; j += kWarp) {
-      const float x1 = buf[j], x2 = buf[j + half];
-      if (!narrow) {
-        store_f32(dst, ddt, dst_off + j, x1 * c[j] - x2 * c[half + j]);
-        store_f32(dst, ddt, dst_off + j + half, x2 * c[j] + x1 * c[half + j]);
-      } else {
-        const float cj = c[j], sj = c[half + j];
-        store_f32(dst, ddt, dst_off + j, round_to(x1 * cj, ddt) - round_to(x2 * sj, ddt));
-        store_f32(dst, ddt, dst_off + j + half, round_to(x2 * cj, ddt) + round_to(x1 * sj, ddt));
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int i = lane + k * kWarp;
+      if (i >= p.d) continue;
+      float y = x[k];
+      if (i < half) {  // pair (x1, x2) = (this, buf[i + half])
+        const float x2 = buf[i + half];
+        y = narrow ? round_to(x[k] * cs[k], ddt) - round_to(x2 * sn[k], ddt)
+                   : x[k] * cs[k] - x2 * sn[k];
+      } else if (i < p.rotary) {  // pair (x1, x2) = (buf[i - half], this)
+        const float x1 = buf[i - half];
+        y = narrow ? round_to(x[k] * cs[k], ddt) + round_to(x1 * sn[k], ddt)
+                   : x[k] * cs[k] + x1 * sn[k];
       }
-    }
-    for (int i = p.rotary + lane; i < p.d; i += kWarp) store_f32(dst, ddt, dst_off + i, buf[i]);
-    if (is_q && p.gate) {
-      const int64_t goff = t * p.gate_t + int64_t(h) * p.gate_h;
-      for (int i = lane; i < p.d; i += kWarp)
-        store_f32(p.gate, p.gate_dtype, goff + i, sigmoidf(load_f32(src, sdt, src_off + p.d + i)));
+      store_f32(dst, ddt, dst_off + i, y);
+      if (gated) store_f32(p.gate, p.gate_dtype, t * p.gate_t + int64_t(h) * p.gate_h + i,
+                           sigmoidf(gv[k]));
     }
     __syncwarp();  // buf is reused by the warp's next item
   }
 }
 
+// A thread per (token, head, run of kCacheWriteRun dims) of k and v: the slot, the k
+// run and the v run are loaded together (the slot is needed only by the stores), all
+// before the first store. kCopy16: k, v and both caches share a 16-bit dtype and every
+// run is 16-byte aligned, so a run is one 16-byte load and store, bit for bit;
+// otherwise each element is converted (load_f32, store_f32: one rounding).
+template <bool kCopy16>
 __global__ void __launch_bounds__(kCacheWriteThreads)
     cache_write_kernel(const void* k, DType kdt, int64_t k_t, int64_t k_h, const void* v, DType vdt,
                        int64_t v_t, int64_t v_h, const int64_t* slots, int64_t tokens, void* kc,
                        DType kcdt, void* vc, DType vcdt, int heads, int d) {
-  const int64_t row = int64_t(heads) * d;
-  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+  const int runs = (d + kCacheWriteRun - 1) / kCacheWriteRun;
+  const int64_t items = tokens * heads * runs, row = int64_t(heads) * d;
+  for (int64_t item = int64_t(blockIdx.x) * kCacheWriteThreads + threadIdx.x; item < items;
+       item += int64_t(gridDim.x) * kCacheWriteThreads) {
+    const int64_t t = item / (int64_t(heads) * runs);
+    const int h = int(item / runs % heads), e0 = int(item % runs) * kCacheWriteRun;
     const int64_t slot = slots[t];
-    if (slot < 0) continue;
-    for (int64_t i = threadIdx.x; i < row; i += kCacheWriteThreads) {
-      const int64_t h = i / d, e = i % d;
-      store_f32(kc, kcdt, slot * row + i, load_f32(k, kdt, t * k_t + h * k_h + e));
-      store_f32(vc, vcdt, slot * row + i, load_f32(v, vdt, t * v_t + h * v_h + e));
+    const int64_t ks = t * k_t + h * k_h + e0, vs = t * v_t + h * v_h + e0;
+    const int64_t cs = int64_t(h) * d + e0;  // within the slot's row
+    if constexpr (kCopy16) {
+      const uint4 kr = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(k) + ks);
+      const uint4 vr = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(v) + vs);
+      if (slot < 0) continue;
+      *reinterpret_cast<uint4*>(static_cast<uint16_t*>(kc) + slot * row + cs) = kr;
+      *reinterpret_cast<uint4*>(static_cast<uint16_t*>(vc) + slot * row + cs) = vr;
+    } else {
+      const int n = min(kCacheWriteRun, d - e0);
+      float kr[kCacheWriteRun], vr[kCacheWriteRun];
+#pragma unroll
+      for (int i = 0; i < kCacheWriteRun; ++i) {
+        kr[i] = i < n ? load_f32(k, kdt, ks + i) : 0.0f;
+        vr[i] = i < n ? load_f32(v, vdt, vs + i) : 0.0f;
+      }
+      if (slot < 0) continue;
+#pragma unroll
+      for (int i = 0; i < kCacheWriteRun; ++i) {
+        if (i >= n) break;
+        store_f32(kc, kcdt, slot * row + cs + i, kr[i]);
+        store_f32(vc, vcdt, slot * row + cs + i, vr[i]);
+      }
     }
   }
 }
@@ -165,12 +219,23 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
                    int(q_out.size(1)),
                    int(k_out.size(1)),
                    int(q_out.size(2))};
+  VT_CHECK(p.d <= 16 * kWarp, "attn_qk_norm_rope_gate (CUDA): head_dim ", p.d,
+           " is too large (at most ", 16 * kWarp, ")");
   const size_t smem = size_t(kPreambleWarps) * size_t(p.d) * sizeof(float);
-  VT_CHECK(smem <= 48 * 1024, "attn_qk_norm_rope_gate (CUDA): head_dim ", p.d, " is too large");
   const int64_t items = T * (p.hq + p.hkv);
   const unsigned blocks =
       unsigned(std::min<int64_t>((items + kPreambleWarps - 1) / kPreambleWarps, 1 << 20));
-  preamble_kernel<<<blocks, kPreambleWarps * kWarp, smem, st.stream>>>(p);
+  const auto launch = [&](auto kernel) {
+    kernel<<<blocks, kPreambleWarps * kWarp, smem, st.stream>>>(p);
+  };
+  if (p.d <= 2 * kWarp)
+    launch(preamble_kernel<2>);
+  else if (p.d <= 4 * kWarp)
+    launch(preamble_kernel<4>);
+  else if (p.d <= 8 * kWarp)
+    launch(preamble_kernel<8>);
+  else
+    launch(preamble_kernel<16>);
   VT_CUDA_CHECK_LAUNCH("preamble_kernel");
 }
 
@@ -181,11 +246,32 @@ void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const SlotMappi
   StreamState& st = s.cuda_state();
   set_device(st);
   const int64_t* d_slots = slots.on_device() ? slots.device : upload_indices(st, slots.host);
-  const unsigned blocks = unsigned(std::min<int64_t>(T, 65535));
-  cache_write_kernel<<<blocks, kCacheWriteThreads, 0, st.stream>>>(
-      k.data_ptr(), k.dtype(), k.stride(0), k.stride(1), v.data_ptr(), v.dtype(), v.stride(0),
-      v.stride(1), d_slots, T, k_cache.data_ptr(), k_cache.dtype(), v_cache.data_ptr(),
-      v_cache.dtype(), int(k.size(1)), int(k.size(2)));
+  const int heads = int(k.size(1)), d = int(k.size(2));
+  const DType dt = k_cache.dtype();
+  // 16-byte runs: the caches are 16-byte aligned (the op's allocation), a slot row's
+  // runs are when d is a multiple of 8; k and v need it of their data and strides.
+  const auto runs16 = [](const Tensor& t) {
+    return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0 && t.stride(0) % 8 == 0 &&
+           t.stride(1) % 8 == 0;
+  };
+  const bool copy16 = (dt == DType::kBF16 || dt == DType::kF16) && k.dtype() == dt &&
+                      v.dtype() == dt && v_cache.dtype() == dt && d % kCacheWriteRun == 0 &&
+                      runs16(k) && runs16(v) &&
+                      reinterpret_cast<uintptr_t>(k_cache.data_ptr()) % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(v_cache.data_ptr()) % 16 == 0;
+  const int64_t items = T * heads * ((d + kCacheWriteRun - 1) / kCacheWriteRun);
+  const unsigned blocks =
+      unsigned(std::min<int64_t>((items + kCacheWriteThreads - 1) / kCacheWriteThreads, 1 << 20));
+  const auto launch = [&](auto kernel) {
+    kernel<<<blocks, kCacheWriteThreads, 0, st.stream>>>(
+        k.data_ptr(), k.dtype(), k.stride(0), k.stride(1), v.data_ptr(), v.dtype(), v.stride(0),
+        v.stride(1), d_slots, T, k_cache.data_ptr(), k_cache.dtype(), v_cache.data_ptr(),
+        v_cache.dtype(), heads, d);
+  };
+  if (copy16)
+    launch(cache_write_kernel<true>);
+  else
+    launch(cache_write_kernel<false>);
   VT_CUDA_CHECK_LAUNCH("cache_write_kernel");
 }
 
