@@ -12,6 +12,7 @@
 #include "cuda_compare.h"
 #include "vt/ops/attention.h"
 #include "vt/ops/attn_preamble.h"
+#include "vt/ops/copy.h"
 
 namespace vt {
 namespace {
@@ -34,6 +35,14 @@ TEST(CudaAttnPreamble, FusedNormRopeGateMatchesCpu) {
   const Case cases[] = {
       {37, 24, 4, 256, 64, true, DType::kBF16, DType::kBF16, RmsNormKind::kOnePlus},  // 27B
       {19, 16, 8, 128, 128, false, DType::kBF16, DType::kF32, RmsNormKind::kPlain},   // Qwen3
+      // One decode token and a small batch at the 9B shape: a warp per head, every
+      // load before a store (preamble.cu).
+      {1, 16, 4, 256, 64, true, DType::kBF16, DType::kBF16, RmsNormKind::kOnePlus},
+      {8, 16, 4, 256, 64, true, DType::kBF16, DType::kBF16, RmsNormKind::kOnePlus},
+      // The other register widths: head_dim 40 (2 dims a lane, the last lanes idle,
+      // rotate-half partners 20 apart: another lane) and 512 (16 a lane), f16 and f32.
+      {3, 5, 1, 40, 40, true, DType::kF16, DType::kF16, RmsNormKind::kPlain},
+      {2, 8, 2, 512, 128, false, DType::kF32, DType::kF32, RmsNormKind::kOnePlus},
   };
   uint64_t seed = 100;
   for (const Case& c : cases) {
@@ -61,6 +70,43 @@ TEST(CudaAttnPreamble, FusedNormRopeGateMatchesCpu) {
     expect_close(s, qo, qo_g, rel, abs, "preamble q d" + std::to_string(c.d));
     expect_close(s, ko, ko_g, rel, abs, "preamble k d" + std::to_string(c.d));
     if (c.gated) expect_close(s, go, go_g, rel, 1e-6, "preamble gate");
+  }
+}
+
+// kv_cache_write's two kernels (preamble.cu): the 16-byte copy (k, v and the caches
+// one 16-bit dtype, runs aligned) and the converting one (an f32 k and v into a bf16
+// cache; a head_dim that is not a multiple of 8), at one decode token and a batch,
+// scattered slots and a padding -1: bit for bit the CPU op's (one rounding each side).
+TEST(CudaKvCacheWrite, CopyAndConvertPathsMatchCpuBitForBit) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  struct Case {
+    int64_t T, hkv, d;
+    DType in, cache;
+  };
+  const Case cases[] = {{1, 4, 256, DType::kBF16, DType::kBF16},
+                        {37, 4, 256, DType::kBF16, DType::kBF16},
+                        {1, 4, 256, DType::kF32, DType::kBF16},
+                        {9, 2, 68, DType::kF16, DType::kF16},
+                        {5, 8, 128, DType::kF32, DType::kF32}};
+  uint64_t seed = 150;
+  for (const Case& c : cases) {
+    const std::string what = "kv_cache_write T " + std::to_string(c.T) + " d " +
+                             std::to_string(c.d) + " " + dtype_name(c.in) + " into " +
+                             dtype_name(c.cache);
+    const int64_t blocks = c.T + 4, bs = 16;
+    Tensor slots = Tensor::empty({c.T}, DType::kI64);
+    for (int64_t t = 0; t < c.T; ++t) slots.data<int64_t>()[t] = (t * 53 + 11) % (blocks * bs);
+    if (c.T > 3) slots.data<int64_t>()[3] = -1;
+    const Tensor k = randn({c.T, c.hkv, c.d}, c.in, 1.5, seed++);
+    const Tensor v = randn({c.T, c.hkv, c.d}, c.in, 1.5, seed++);
+    Tensor kc = randn({blocks, bs, c.hkv, c.d}, c.cache, 1.0, seed++);
+    Tensor vc = randn({blocks, bs, c.hkv, c.d}, c.cache, 1.0, seed++);
+    Tensor kc_g = s.up(kc), vc_g = s.up(vc);
+    kv_cache_write(s.cpu, k, v, slots, kc, vc);
+    kv_cache_write(s.gpu, s.up(k), s.up(v), slots, kc_g, vc_g);
+    expect_close(s, kc, kc_g, 0, 0, what + ": k_cache");
+    expect_close(s, vc, vc_g, 0, 0, what + ": v_cache");
   }
 }
 
@@ -387,6 +433,126 @@ TEST(CudaPagedDecode, LongContext32768SplitK) {
   Streams s;
   run_decode_case(s, {32768}, 16, 4, 256, DType::kBF16, 1300, "d256 gqa4 32768 keys", 1, 1);
   run_decode_case(s, {32768, 5}, 32, 8, 128, DType::kF16, 1310, "d128 gqa4 32768 keys", 2, 0);
+}
+
+// The split rule (paged_attention.cu decode_splits, paged_decode.cuh request_split):
+// the grid holds at most one wave of CTAs and as many splits as the longest context
+// can use at 256 keys each; each request takes ceil(seq_len / 256) of them. Contexts of
+// at most 256 keys (bounds 3 x 85 = 255) and a batch whose CTAs fill the SMs (64 x 4
+// kv heads at head_dim 256, 1 CTA per SM) run one split, without the combine kernel.
+TEST(CudaPagedDecode, OneSplitWithoutCombineForShortContextsAndFullBatches) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  for (DType dt : {DType::kBF16, DType::kF16})
+    run_decode_case(s, {1, 15, 16, 17, 63, 64, 65, 85}, 16, 4, 256, dt, 1500,
+                    "d256 short, one split");
+  run_decode_case(s, {2, 33, 85, 80}, 32, 8, 128, DType::kBF16, 1510, "d128 short, one split");
+  std::mt19937 rng(78);
+  std::vector<int64_t> lens;
+  for (int b = 0; b < 64; ++b) lens.push_back(1 + int64_t(rng() % 4096));
+  run_decode_case(s, lens, 16, 4, 256, DType::kBF16, 1520, "d256 batch 64 up to 4096, one split", 0,
+                  1);
+}
+
+// A grid with several splits where each request uses its own count: 5 and 200 keys one
+// split (they write out themselves; the combine skips them), 300 two, 546 three (the
+// 9B decode measured), 3000 and 4096 up to the grid's bound.
+TEST(CudaPagedDecode, EachRequestSplitsByItsOwnLength) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  run_decode_case(s, {5, 200, 300, 546, 3000, 4096}, 16, 4, 256, DType::kBF16, 1600,
+                  "d256 mixed split counts");
+  run_decode_case(s, {546}, 16, 4, 256, DType::kBF16, 1610, "d256 batch 1 at 546 keys", 0, 0);
+  run_decode_case(s, {5, 200, 300, 546, 3000, 4096}, 32, 8, 128, DType::kF16, 1620,
+                  "d128 mixed split counts");
+}
+
+// The benchmark's decode shapes (16 q / 4 kv heads of 256; Qwen3's 32 / 8 of 128) at
+// batch 1, 8 and 64 over 512 and 4096 keys: two splits, up to sixteen, and one.
+TEST(CudaPagedDecode, Batches1And8And64AtContexts512And4096) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  for (int64_t ctx : {512, 4096})
+    for (int64_t B : {1, 8, 64}) {
+      const std::vector<int64_t> lens(size_t(B), ctx);
+      const std::string what = "batch " + std::to_string(B) + " ctx " + std::to_string(ctx);
+      run_decode_case(s, lens, 16, 4, 256, DType::kBF16, 1700 + uint64_t(B + ctx), "d256 " + what,
+                      B == 64 ? 0 : 1, 1);
+      if (B != 64 || ctx == 512)  // the CPU reference of 64 x 4096 once is enough
+        run_decode_case(s, lens, 32, 8, 128, DType::kBF16, 1800 + uint64_t(B + ctx), "d128 " + what,
+                        0, 0);
+    }
+}
+
+// Decode as the engine's graphs run it: device index buffers at fixed addresses, one
+// capture for bounds {B, 1, 4096}, replays after the buffers are refilled with another
+// step's lengths (one split each, mixed, long). Each replay equals an eager call with
+// the same bounds byte for byte and the CPU op within the decode tolerance. At batch 8
+// the graph holds the decode and the combine kernel (4 splits fill the SMs); at batch
+// 64 the decode kernel alone (its CTAs fill the SMs: one split, no combine).
+TEST(CudaPagedDecode, GraphReplayFollowsEachStepsLengths) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t hq = 16, hkv = 4, d = 256, bs = 16, max_ctx = 4096, W = max_ctx / bs;
+  const float scale = 1.0f / std::sqrt(float(d));
+  struct Case {
+    int64_t B, kernels;
+    std::vector<std::vector<int64_t>> steps;
+  };
+  const Case cases[] = {
+      {8,
+       2,
+       {{1, 17, 64, 65, 200, 255, 256, 257},
+        {546, 546, 546, 546, 546, 546, 546, 546},
+        {4096, 1, 300, 2048, 777, 4000, 129, 3333}}},
+      {64, 1, {{}, {}}},  // filled below: random lengths up to 4096
+  };
+  std::mt19937 rng(79);
+  uint64_t seed = 1900;
+  for (Case c : cases) {
+    for (auto& step : c.steps)
+      if (step.empty())
+        for (int64_t b = 0; b < c.B; ++b) step.push_back(1 + int64_t(rng() % max_ctx));
+    const int64_t blocks = c.B * W;
+    Tensor kc = randn({blocks, bs, hkv, d}, DType::kBF16, 1.0, seed++);
+    Tensor vc = randn({blocks, bs, hkv, d}, DType::kBF16, 1.0, seed++);
+    Tensor q = randn({c.B, hq, d}, DType::kBF16, 1.0, seed++);
+    std::vector<int32_t> perm(static_cast<size_t>(blocks));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937(unsigned(seed++)));
+    Tensor table = Tensor::empty({c.B, W}, DType::kI32),
+           qsl = Tensor::empty({c.B + 1}, DType::kI32);
+    std::copy(perm.begin(), perm.end(), table.data<int32_t>());
+    for (int64_t b = 0; b <= c.B; ++b) qsl.data<int32_t>()[b] = int32_t(b);
+    Tensor sl = Tensor::empty({c.B}, DType::kI32);
+    for (int64_t b = 0; b < c.B; ++b) sl.data<int32_t>()[b] = int32_t(c.steps[0][size_t(b)]);
+    Tensor kc_g = s.up(kc), vc_g = s.up(vc), q_g = s.up(q);
+    Tensor qsl_g = s.up(qsl), sl_g = s.up(sl), table_g = s.up(table);
+    Tensor out_g = poisoned_gpu(s, {c.B, hq, d}, DType::kBF16);
+    const AttentionBounds bounds{c.B, 1, max_ctx};
+    s.gpu.synchronize();
+    s.gpu.begin_capture();
+    paged_attention(s.gpu, q_g, kc_g, vc_g, qsl_g, sl_g, table_g, scale, out_g, bounds);
+    cuda::GraphExecPtr graph = s.gpu.end_capture();
+    EXPECT_EQ(Stream::graph_kernel_nodes(*graph), c.kernels) << "batch " << c.B;
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      const std::string what = "graph batch " + std::to_string(c.B) + " step " + std::to_string(i);
+      for (int64_t b = 0; b < c.B; ++b) sl.data<int32_t>()[b] = int32_t(c.steps[i][size_t(b)]);
+      copy(s.gpu, s.up(sl), sl_g);
+      s.gpu.replay(*graph);
+      Tensor eager = poisoned_gpu(s, {c.B, hq, d}, DType::kBF16);
+      paged_attention(s.gpu, q_g, kc_g, vc_g, qsl, sl, table, scale, eager, bounds);
+      const Tensor got = s.down(out_g), again = s.down(eager);
+      EXPECT_EQ(std::memcmp(got.data_ptr(), again.data_ptr(), got.nbytes()), 0)
+          << what << ": replay vs eager call with the same bounds";
+      Tensor want = Tensor::empty({c.B, hq, d}, DType::kBF16);
+      paged_attention(s.cpu, q, kc, vc, qsl, sl, table, scale, want);
+      expect_close(s, want, got, 1.0 / 128, 1.0 / 64, what);
+    }
+    graph.reset();
+    s.gpu.synchronize();
+    cuda::release_graph_pool(0);
+  }
 }
 
 // An f32 out (and mixed dtypes) keep the CUDA-core kernel for decode: the same graph

@@ -30,6 +30,9 @@ TEST(CudaAttnSlices, PreambleAndCacheWriteOnFusedQkvSlicesMatchCpu) {
       {1, 16, 4, 256, 64, true, DType::kBF16, RmsNormKind::kOnePlus},   // 9B shape, decode
       {33, 24, 4, 256, 64, true, DType::kBF16, RmsNormKind::kOnePlus},  // 27B shape, prefill
       {7, 16, 8, 128, 128, false, DType::kF32, RmsNormKind::kPlain},    // Qwen3, f32
+      // head_dim 68: the cache write's converting kernel on bf16 slices (runs of 8 dims
+      // do not tile a head), rotate-half partners 10 dims apart in the preamble.
+      {3, 4, 2, 68, 20, true, DType::kBF16, RmsNormKind::kPlain},
   };
   uint64_t seed = 500;
   for (const Case& c : cases) {

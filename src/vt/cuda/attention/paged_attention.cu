@@ -60,11 +60,10 @@ constexpr int kDecodeCombineThreads = 128;
 __global__ void __launch_bounds__(kDecodeCombineThreads)
     decode_combine_kernel(const float* ws_acc, const float* ws_ml, const int32_t* query_start,
                           const int32_t* seq_lens, int batch, int max_splits, int64_t tokens,
-                          int hq, int d, void* out, DType out_dtype, int64_t out_t,
-                          int64_t out_h) {
+                          int hq, int d, void* out, DType out_dtype, int64_t out_t, int64_t out_h) {
   const int per_row = d / 4;  // threads per row
-  const int64_t item = int64_t(blockIdx.x) * (kDecodeCombineThreads / per_row) +
-                       threadIdx.x / per_row;
+  const int64_t item =
+      int64_t(blockIdx.x) * (kDecodeCombineThreads / per_row) + threadIdx.x / per_row;
   if (item >= int64_t(batch) * hq) return;
   const int b = int(item / hq), h = int(item % hq), e = 4 * (threadIdx.x % per_row);
   const int t = query_start[b];

@@ -18,9 +18,10 @@
 // keys fit in one split writes out = O / l rounded once; otherwise the CTA writes O, M
 // and l to the f32 workspace and paged_attention.cu's decode_combine_kernel merges the
 // request's splits. How many splits a request takes is decided here, per request, from
-// its seq_len (request_split): the grid's split count is only the host's bound. The rounding of p is against the warp's running max (as a split's
-// against its own: vt/ops/attention.h allows a running max). Shared memory is the
-// swizzled layout of flash_prefill.cuh (chunk c of row r at c ^ (r & 7)).
+// its seq_len (request_split): the grid's split count is only the host's bound. The
+// rounding of p is against the warp's running max (as a split's against its own:
+// vt/ops/attention.h allows a running max). Shared memory is the swizzled layout of
+// flash_prefill.cuh (chunk c of row r at c ^ (r & 7)).
 #pragma once
 
 #include <cuda_bf16.h>

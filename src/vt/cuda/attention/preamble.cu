@@ -127,8 +127,8 @@ __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(Preambl
                    : x[k] * cs[k] + x1 * sn[k];
       }
       store_f32(dst, ddt, dst_off + i, y);
-      if (gated) store_f32(p.gate, p.gate_dtype, t * p.gate_t + int64_t(h) * p.gate_h + i,
-                           sigmoidf(gv[k]));
+      if (gated)
+        store_f32(p.gate, p.gate_dtype, t * p.gate_t + int64_t(h) * p.gate_h + i, sigmoidf(gv[k]));
     }
     __syncwarp();  // buf is reused by the warp's next item
   }
