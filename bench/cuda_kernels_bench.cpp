@@ -29,10 +29,13 @@
 #include "vt/cuda/stream_state.h"
 #include "vt/ops/activation.h"
 #include "vt/ops/attention.h"
+#include "vt/ops/attn_preamble.h"
 #include "vt/ops/copy.h"
+#include "vt/ops/embedding.h"
 #include "vt/ops/gdn.h"
 #include "vt/ops/gemm.h"
 #include "vt/ops/norm.h"
+#include "vt/ops/sampling.h"
 #include "vt/stream.h"
 
 namespace {
@@ -110,6 +113,56 @@ vt::Tensor i32(const std::vector<int32_t>& v) {
   return t;
 }
 
+// The single-row kernels of a 9B-shape decode step (hidden 4096, 16 q/k and 32 v heads
+// of 128, vocabulary 151936), warm L2: what they cost is latency (launch and memory round
+// trips), so the bandwidth column is far below the ceiling by nature; it shows how far.
+void bench_decode_rowwise() {
+  const int64_t hidden = 4096, vocab = 151936;
+  vt::Tensor wn = rand_gpu({hidden}, vt::DType::kBF16);
+  for (int64_t rows : {int64_t(1), int64_t(8)}) {
+    vt::Tensor x = rand_gpu({rows, hidden}, vt::DType::kBF16),
+               y = rand_gpu({rows, hidden}, vt::DType::kBF16, 1, 2);
+    row("rms_norm bf16 [" + std::to_string(rows) + ", 4096]",
+        time_ms([&] { vt::rms_norm(*g_gpu, x, wn, 1e-6f, vt::RmsNormKind::kOnePlus, y); }),
+        2.0 * double(rows * hidden) * 2 + double(hidden) * 2, 0);
+  }
+  {  // GDN q/k: 32 heads of a column slice of the conv output, f32 out
+    const int64_t conv_dim = 2 * 16 * 128 + 32 * 128;
+    vt::Tensor act = rand_gpu({1, conv_dim}, vt::DType::kBF16);
+    vt::Tensor qk = vt::Tensor::empty({1, 32, 128}, vt::DType::kF32, g_gpu->device());
+    const vt::Tensor view = act.slice(1, 0, 32 * 128).reshape({1, 32, 128});
+    row("l2_normalize bf16 [1, 32, 128] heads of a column slice -> f32",
+        time_ms([&] { vt::l2_normalize(*g_gpu, view, 1e-6f, qk); }), 32.0 * 128 * (2 + 4), 0);
+  }
+  {  // GDN output norm: o and the z heads of the projection, bf16 out
+    vt::Tensor o = rand_gpu({1, 32, 128}, vt::DType::kBF16),
+               z = rand_gpu({1, 32, 128}, vt::DType::kBF16, 1, 2);
+    vt::Tensor gw = rand_gpu({128}, vt::DType::kBF16),
+               out = rand_gpu({1, 32, 128}, vt::DType::kBF16);
+    row("gated_rms_norm bf16 [1, 32, 128]",
+        time_ms([&] { vt::gated_rms_norm(*g_gpu, o, z, gw, 1e-6f, out); }), 3.0 * 32 * 128 * 2, 0);
+  }
+  {
+    vt::Tensor table = rand_gpu({vocab, hidden}, vt::DType::kBF16);
+    vt::Tensor out = rand_gpu({1, hidden}, vt::DType::kBF16);
+    vt::Tensor ids = vt::Tensor::empty({1}, vt::DType::kI32, g_gpu->device());
+    vt::Tensor host_id = i32({123456});
+    vt::copy(*g_gpu, host_id, ids);
+    row("embedding bf16 [1, 4096] (device id)",
+        time_ms([&] { vt::embedding(*g_gpu, table, ids, out); }), 2.0 * double(hidden) * 2, 0);
+  }
+  // Greedy sampling's pick: bf16 logits as the lm_head writes them.
+  for (int64_t rows : {int64_t(1), int64_t(8), int64_t(64)})
+    for (vt::DType dt : {vt::DType::kBF16, vt::DType::kF32}) {
+      if (dt == vt::DType::kF32 && rows != 64) continue;
+      vt::Tensor logits = rand_gpu({rows, vocab}, dt);
+      vt::Tensor ids = vt::Tensor::empty({rows}, vt::DType::kI32, g_gpu->device());
+      row(std::string("argmax ") + vt::dtype_name(dt) + " [" + std::to_string(rows) + ", 151936]",
+          time_ms([&] { vt::argmax(*g_gpu, logits, ids); }),
+          double(rows * vocab) * double(vt::dtype_size(dt)), 0);
+    }
+}
+
 void bench_copy_and_rowwise() {
   const int64_t n = int64_t(1) << 29;  // 1 GiB of bf16
   vt::Tensor a = rand_gpu({n}, vt::DType::kBF16), b = rand_gpu({n}, vt::DType::kBF16, 1, 2);
@@ -143,6 +196,7 @@ void bench_copy_and_rowwise() {
         time_ms([&] { vt::l2_normalize(*g_gpu, view, 1e-6f, qk); }),
         double(T * 2 * hk * dk) * (2 + 4), 0);
   }
+  bench_decode_rowwise();
   vt::Tensor gu = rand_gpu({4096, 2 * 17408}, vt::DType::kBF16),
              h = rand_gpu({4096, 17408}, vt::DType::kBF16);
   row("silu_and_mul bf16 [4096, 2 x 17408]", time_ms([&] { vt::silu_and_mul(*g_gpu, gu, h); }),
@@ -550,6 +604,45 @@ void bench_gdn(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv, bool chun
       ms, bytes, flops, chunked ? kF32TFlops : kBf16TFlops);
 }
 
+// The per-layer kernels around decode attention at the 9B shape (16 gated q heads, 4 kv
+// heads of 256, rotary 64, bf16), L2 cold as in a decode step: the preamble (q/k norm,
+// rope, gate) and the KV-cache write at 1 and 8 tokens. Bytes: qg and k read, q, k and
+// gate written, the two norm weights and the cos/sin rows; k and v read and written once
+// for the cache write. At these sizes the time is latency, not bandwidth: the column
+// shows how far from the copy rate.
+void bench_attention_preamble() {
+  const int64_t hq = 16, hkv = 4, d = 256, rotary = 64;
+  vt::Tensor qw = rand_gpu({d}, vt::DType::kBF16), kw = rand_gpu({d}, vt::DType::kBF16, 1, 2);
+  for (int64_t T : {int64_t(1), int64_t(8)}) {
+    vt::Tensor qg = rand_gpu({T, hq * 2 * d}, vt::DType::kBF16);
+    vt::Tensor k = rand_gpu({T, hkv * d}, vt::DType::kBF16, 1, 3);
+    vt::Tensor cs = rand_gpu({T, rotary}, vt::DType::kF32, 1, 4);
+    vt::Tensor q = rand_gpu({T, hq, d}, vt::DType::kBF16),
+               ko = rand_gpu({T, hkv, d}, vt::DType::kBF16);
+    vt::Tensor gate = rand_gpu({T, hq, d}, vt::DType::kBF16);
+    const double preamble_bytes = double(T) * double(hq * 2 * d + hkv * d) * 2 * 2 +
+                                  double(T * rotary) * 4 + 2.0 * double(d) * 2;
+    row("attn preamble T=" + std::to_string(T) + " 16 gated q / 4 kv heads of 256", timed([&] {
+          vt::attn_qk_norm_rope_gate(*g_gpu, qg, k, qw, kw, 1e-6f, vt::RmsNormKind::kOnePlus, cs, q,
+                                     ko, gate);
+        }),
+        preamble_bytes, 0);
+    const int64_t blocks = 64, bs = 16;
+    vt::Tensor kc = rand_gpu({blocks, bs, hkv, d}, vt::DType::kBF16);
+    vt::Tensor vc = rand_gpu({blocks, bs, hkv, d}, vt::DType::kBF16, 1, 2);
+    vt::Tensor v = rand_gpu({T, hkv, d}, vt::DType::kBF16, 1, 5);
+    std::vector<int64_t> slot_values;
+    for (int64_t t = 0; t < T; ++t) slot_values.push_back(t * 37 + 5);
+    vt::Tensor slots_host = vt::Tensor::empty({T}, vt::DType::kI64);
+    std::copy(slot_values.begin(), slot_values.end(), slots_host.data<int64_t>());
+    vt::Tensor slots = vt::Tensor::empty({T}, vt::DType::kI64, g_gpu->device());
+    vt::copy(*g_gpu, slots_host, slots);  // device slots, as the decode graph passes them
+    row("kv_cache_write T=" + std::to_string(T) + " 4 kv heads of 256 (device slots)",
+        timed([&] { vt::kv_cache_write(*g_gpu, ko, v, slots, kc, vc); }),
+        double(T * hkv * d) * 2 * 2 * 2, 0);
+  }
+}
+
 // Runs fn with the environment variable name set to value (the decode kernels' A/B
 // switches, read per call: VTLLM_ATTN_DECODE, VTLLM_GDN_DECODE), then unsets it.
 void with_env(const char* name, const char* value, const std::function<void()>& fn) {
@@ -579,11 +672,13 @@ void bench_decode() {
       bench_attention(a.B, a.ctx, 1, a.hq, a.hkv, a.d, vt::DType::kBF16, 0, " [old]");
     });
   }
-  // As the engine's decode graphs call it: bounds {B, 1, 16384} over a shorter context.
-  for (int64_t B : {1, 64}) {
+  // As the engine's decode graphs call it: bounds {B, 1, 16384} over a shorter context
+  // (the grid follows the bound, each request's split count its real context).
+  for (int64_t B : {1, 8, 64}) {
     bench_attention(B, 512, 1, 16, 4, 256, vt::DType::kBF16, 0, "", 16384);
     bench_attention(B, 4096, 1, 16, 4, 256, vt::DType::kBF16, 0, "", 16384);
   }
+  bench_attention_preamble();
   for (int64_t B : {1, 8, 32, 64, 256}) {
     for (int64_t hv : {32, 48}) {
       bench_gdn(B, 1, 16, hv, false);
