@@ -437,16 +437,16 @@ TEST(CudaPagedDecode, LongContext32768SplitK) {
 
 // The split rule (paged_attention.cu decode_splits, paged_decode.cuh request_split):
 // the grid holds at most one wave of CTAs and as many splits as the longest context
-// can use at 256 keys each; each request takes ceil(seq_len / 256) of them. Contexts of
-// at most 256 keys (bounds 3 x 85 = 255) and a batch whose CTAs fill the SMs (64 x 4
+// can use at 128 keys each; each request takes ceil(seq_len / 128) of them. Contexts of
+// at most 128 keys (bounds 3 x 42 = 126) and a batch whose CTAs fill the SMs (64 x 4
 // kv heads at head_dim 256, 1 CTA per SM) run one split, without the combine kernel.
 TEST(CudaPagedDecode, OneSplitWithoutCombineForShortContextsAndFullBatches) {
   VT_REQUIRE_GPU();
   Streams s;
   for (DType dt : {DType::kBF16, DType::kF16})
-    run_decode_case(s, {1, 15, 16, 17, 63, 64, 65, 85}, 16, 4, 256, dt, 1500,
+    run_decode_case(s, {1, 15, 16, 17, 33, 41, 42}, 16, 4, 256, dt, 1500,
                     "d256 short, one split");
-  run_decode_case(s, {2, 33, 85, 80}, 32, 8, 128, DType::kBF16, 1510, "d128 short, one split");
+  run_decode_case(s, {2, 33, 42, 40}, 32, 8, 128, DType::kBF16, 1510, "d128 short, one split");
   std::mt19937 rng(78);
   std::vector<int64_t> lens;
   for (int b = 0; b < 64; ++b) lens.push_back(1 + int64_t(rng() % 4096));
@@ -454,21 +454,22 @@ TEST(CudaPagedDecode, OneSplitWithoutCombineForShortContextsAndFullBatches) {
                   1);
 }
 
-// A grid with several splits where each request uses its own count: 5 and 200 keys one
-// split (they write out themselves; the combine skips them), 300 two, 546 three (the
-// 9B decode measured), 3000 and 4096 up to the grid's bound.
+// A grid with several splits where each request uses its own count: 5 and 100 keys one
+// split (they write out themselves; the combine skips them), 200 two, the longer ones
+// the grid's bound (7 to 10 requests x 4 kv heads: 3 or 4 splits fill the SMs). Alone,
+// 546 keys (the 9B decode measured) take five splits of 128 keys.
 TEST(CudaPagedDecode, EachRequestSplitsByItsOwnLength) {
   VT_REQUIRE_GPU();
   Streams s;
-  run_decode_case(s, {5, 200, 300, 546, 3000, 4096}, 16, 4, 256, DType::kBF16, 1600,
+  run_decode_case(s, {5, 100, 200, 300, 546, 3000, 4096}, 16, 4, 256, DType::kBF16, 1600,
                   "d256 mixed split counts");
   run_decode_case(s, {546}, 16, 4, 256, DType::kBF16, 1610, "d256 batch 1 at 546 keys", 0, 0);
-  run_decode_case(s, {5, 200, 300, 546, 3000, 4096}, 32, 8, 128, DType::kF16, 1620,
+  run_decode_case(s, {5, 100, 200, 300, 546, 3000, 4096}, 32, 8, 128, DType::kF16, 1620,
                   "d128 mixed split counts");
 }
 
 // The benchmark's decode shapes (16 q / 4 kv heads of 256; Qwen3's 32 / 8 of 128) at
-// batch 1, 8 and 64 over 512 and 4096 keys: two splits, up to sixteen, and one.
+// batch 1, 8 and 64 over 512 and 4096 keys: from 32 splits (batch 1, 4096) down to one.
 TEST(CudaPagedDecode, Batches1And8And64AtContexts512And4096) {
   VT_REQUIRE_GPU();
   Streams s;

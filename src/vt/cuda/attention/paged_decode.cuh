@@ -40,9 +40,10 @@ inline constexpr int kRows = 16;           // query heads per CTA (one mma M)
 inline constexpr int kKeys = kWarps * 16;  // keys per tile, 16 per warp
 inline constexpr int kStages = 3;          // tiles in the cp.async ring
 inline constexpr int kSplitAlign = kKeys;  // a split's key count is a multiple of this
-// A request's keys are split only in runs of at least this many (4 tiles): a shorter
-// split spends more on its prologue, its merge and the workspace than on its keys.
-inline constexpr int kMinSplitKeys = 4 * kKeys;
+// A request's keys are split only in runs of at least this many: the kStages - 1 = 2
+// tiles the prologue puts in flight, so such a split costs one memory round trip, and
+// a shorter one would spend more on its prologue, merge and workspace than on keys.
+inline constexpr int kMinSplitKeys = (kStages - 1) * kKeys;
 
 // The split of one request's keys: `count` splits of `keys` keys (the last one shorter),
 // count = ceil(seq_len / kMinSplitKeys) clamped to [1, max_splits], the keys dealt
