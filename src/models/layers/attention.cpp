@@ -68,13 +68,15 @@ void FullAttention::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
   vt::Tensor q = vt::Tensor::empty({T, d_.heads, D}, dt, dev);
   vt::Tensor k = vt::Tensor::empty({T, d_.kv_heads, D}, dt, dev);
   vt::Tensor gate = d_.output_gate ? vt::Tensor::empty({T, d_.heads, D}, dt, dev) : vt::Tensor();
-  if (fused_)
+  const vt::Tensor v_heads = v.reshape({T, d_.kv_heads, D});
+  if (fused_) {
+    // The step's keys and values go to the cache from the preamble's kernel.
     vt::attn_qk_norm_rope_gate(s, qg, k_raw, q_norm_, k_norm_, d_.eps, d_.norm_kind, in.cos_sin, q,
-                               k, gate);
-  else
+                               k, gate, {v_heads, in.slot_mapping, cache.k, cache.v});
+  } else {
     unfused_preamble(s, qg, k_raw, in, q, k, gate);
-
-  vt::kv_cache_write(s, k, v.reshape({T, d_.kv_heads, D}), in.slot_mapping, cache.k, cache.v);
+    vt::kv_cache_write(s, k, v_heads, in.slot_mapping, cache.k, cache.v);
+  }
   vt::Tensor o = vt::Tensor::empty({T, d_.heads, D}, dt, dev);
   vt::paged_attention(s, q, cache.k, cache.v, in.query_start_loc, in.seq_lens, in.block_table,
                       1.0f / std::sqrt(float(D)), o, in.bounds);

@@ -5,7 +5,8 @@
 // rotary on the first rotary_dim dims, and with an output gate the sigmoid of the gate
 // half of q_proj, qwen3_5.md §6) through the fused AttnQkNormRopeGate op or, when
 // ModelOptions::fuse_attn_preamble is off, separate ops from 1-D positions (MRoPE
-// positions are refused there); K/V written to the cache through slot_mapping; causal
+// positions are refused there); K/V written to the cache through slot_mapping (by the
+// fused preamble's kernel, or kv_cache_write after the separate ops); causal
 // GQA attention with scale head_dim^-0.5; output times the gate; o_proj.
 // Weights under `prefix` ("model.layers.3.self_attn."): q_proj [Hq*D*(gated ? 2 : 1), H],
 // k_proj and v_proj [Hkv*D, H], o_proj [H, Hq*D], q_norm and k_norm [D]. No biases.

@@ -9,6 +9,8 @@
 //     first store; the head vector is normed in registers, staged in shared memory
 //     for the rotate-half pairs, written once; the gate's sigmoid is done by the warp
 //     of its query head. f32 throughout, one rounding per output. head_dim <= 512.
+//     With the folded cache write, a key head's warp also stores its rounded output
+//     and v's head to the token's slot (loads of v and the slot issued with the rest).
 //   kv_cache_write: one thread per (token, head, 8 dims) of k and v, loads before
 //     stores; a 16-byte copy when k, v and the caches share a 16-bit dtype (and the
 //     runs are aligned), otherwise each element converted once.
@@ -36,6 +38,7 @@
 
 #include <vector>
 
+#include "vt/ops/attn_preamble.h"
 #include "vt/ops/indices.h"
 #include "vt/ops/norm.h"
 #include "vt/stream.h"
@@ -43,10 +46,13 @@
 
 namespace vt::cuda {
 
+// cache: the folded KV-cache write (vt/ops/attn_preamble.h), its slots checked (slots
+// unused when cache is undefined).
 void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const Tensor& q_norm_w,
                             const Tensor& k_norm_w, float eps, RmsNormKind kind,
                             const Tensor& cos_sin, const Tensor& q_out, const Tensor& k_out,
-                            const Tensor& gate_out);
+                            const Tensor& gate_out, const KvCacheWrite& cache,
+                            const SlotMapping& slots);
 
 void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const SlotMapping& slots,
                     const Tensor& k_cache, const Tensor& v_cache);

@@ -63,9 +63,9 @@ void check_host_batch(PagedBatch& pb, const Tensor& q, const Tensor& block_table
 
 }  // namespace
 
-void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
-                    Tensor& k_cache, Tensor& v_cache) {
-  const char* op = "kv_cache_write";
+SlotMapping check_kv_cache_write(const Stream& s, const Tensor& k, const Tensor& v,
+                                 const Tensor& slot_mapping, const Tensor& k_cache,
+                                 const Tensor& v_cache, const char* op) {
   check_heads(k, op, "k");
   check_heads(v, op, "v");
   expect_shape(v, op, "v", k.shape());
@@ -93,11 +93,18 @@ void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const Tensor& s
     expect_no_alias(v, *c, op, "v");
   }
   expect_no_alias(k_cache, v_cache, op, "k_cache");
+  return slots;
+}
+
+void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                    Tensor& k_cache, Tensor& v_cache) {
+  const SlotMapping slots =
+      check_kv_cache_write(s, k, v, slot_mapping, k_cache, v_cache, "kv_cache_write");
   if (s.device().is_cpu()) return cpu::kv_cache_write(s, k, v, slots.host, k_cache, v_cache);
 #if VTLLM_WITH_CUDA
   cuda::kv_cache_write(s, k, v, slots, k_cache, v_cache);
 #else
-  no_backend(op, s.device());
+  no_backend("kv_cache_write", s.device());
 #endif
 }
 

@@ -61,6 +61,15 @@ struct AttentionBounds {
 void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
                     Tensor& k_cache, Tensor& v_cache);
 
+struct SlotMapping;  // vt/ops/indices.h (which includes this header)
+
+// kv_cache_write's argument checks, errors naming `op`, for an op that folds the write
+// into its own kernel (attn_qk_norm_rope_gate's KvCacheWrite, vt/ops/attn_preamble.h):
+// the slots read on the host (validated) or the trusted device pointer.
+SlotMapping check_kv_cache_write(const Stream& s, const Tensor& k, const Tensor& v,
+                                 const Tensor& slot_mapping, const Tensor& k_cache,
+                                 const Tensor& v_cache, const char* op);
+
 void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                      const Tensor& query_start_loc, const Tensor& seq_lens,
                      const Tensor& block_table, float scale, Tensor& out,

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <numeric>
 
+#include "vt/cpu/attention.h"
 #include "vt/cpu/attn_preamble.h"
 #include "vt/ops/args.h"
+#include "vt/ops/attention.h"
 #include "vt/ops/rope.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/attention.h"
@@ -76,7 +78,7 @@ Tensor rope_cos_sin_table(const Tensor& positions, int64_t rotary_dim, double th
 void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const Tensor& q_norm_w,
                             const Tensor& k_norm_w, float eps, RmsNormKind kind,
                             const Tensor& cos_sin, Tensor& q_out, Tensor& k_out,
-                            const Tensor& gate_out) {
+                            const Tensor& gate_out, const KvCacheWrite& cache) {
   const char* op = "attn_qk_norm_rope_gate";
   check_proj(qg, op, "qg");
   check_proj(k, op, "k");
@@ -108,12 +110,25 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
     for (const Tensor* o : {static_cast<const Tensor*>(&q_out), static_cast<const Tensor*>(&k_out), &gate_out})
       if (o->defined()) expect_no_alias(*in, *o, op, "an input");
   expect_device(s, op, {&qg, &k, &q_norm_w, &k_norm_w, &cos_sin, &q_out, &k_out, &gate_out});
-  if (s.device().is_cpu())
-    return cpu::attn_qk_norm_rope_gate(s, qg, k, q_norm_w, k_norm_w, eps, kind, cos_sin, q_out,
-                                       k_out, gate_out);
+  SlotMapping slots;
+  if (cache.defined()) {
+    slots = check_kv_cache_write(s, k_out, cache.v, cache.slot_mapping, cache.k_cache,
+                                 cache.v_cache, op);
+    // The caches are written while qg, k and v are still read: no overlap with them.
+    for (const Tensor* in : {&qg, &k})
+      for (const Tensor* c : {&cache.k_cache, &cache.v_cache})
+        expect_no_alias(*in, *c, op, "an input");
+  }
+  if (s.device().is_cpu()) {
+    cpu::attn_qk_norm_rope_gate(s, qg, k, q_norm_w, k_norm_w, eps, kind, cos_sin, q_out, k_out,
+                                gate_out);
+    if (cache.defined())
+      cpu::kv_cache_write(s, k_out, cache.v, slots.host, cache.k_cache, cache.v_cache);
+    return;
+  }
 #if VTLLM_WITH_CUDA
   cuda::attn_qk_norm_rope_gate(s, qg, k, q_norm_w, k_norm_w, eps, kind, cos_sin, q_out, k_out,
-                               gate_out);
+                               gate_out, cache, slots);
 #else
   no_backend(op, s.device());
 #endif

@@ -32,6 +32,10 @@
 //     dtype's arithmetic (each product rounds, then the sum); the gate is sigmoid rounded
 //     once. Identical on the CPU to rms_norm then rope_neox then sigmoid (the unfused path)
 //     in either case.
+//   cache (optional): the step's KV-cache write folded in. After the call k_cache and
+//     v_cache hold exactly what kv_cache_write(s, k_out, v, slot_mapping, k_cache, v_cache)
+//     (vt/ops/attention.h: its arguments, checks and conversion) would write after it;
+//     on CUDA the preamble's kernel writes them, one launch less per attention layer.
 // Backends: CPU and CUDA (vt/cuda/attention/preamble.cu).
 #pragma once
 
@@ -47,9 +51,16 @@ namespace vt {
 Tensor rope_cos_sin_table(const Tensor& positions, int64_t rotary_dim, double theta,
                           const std::vector<int64_t>& mrope_section = {});
 
+// The KV-cache write of attn_qk_norm_rope_gate (undefined: none). Tensors are handles:
+// the caches are written through them.
+struct KvCacheWrite {
+  Tensor v, slot_mapping, k_cache, v_cache;
+  bool defined() const { return k_cache.defined(); }
+};
+
 void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const Tensor& q_norm_w,
                             const Tensor& k_norm_w, float eps, RmsNormKind kind,
                             const Tensor& cos_sin, Tensor& q_out, Tensor& k_out,
-                            const Tensor& gate_out = {});
+                            const Tensor& gate_out = {}, const KvCacheWrite& cache = {});
 
 }  // namespace vt

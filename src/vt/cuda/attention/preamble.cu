@@ -42,6 +42,16 @@ struct PreambleParams {
   int64_t gate_t, gate_h;
   int64_t tokens;
   int hq, hkv, d;
+  // The folded cache write (k_cache null: none): key head g of token t also goes to
+  // k_cache[slots[t], g] (its output as k_out holds it) and v[t, g] to v_cache (slot -1:
+  // skipped), converted as kv_cache_write converts.
+  const void* v;
+  DType v_dtype;
+  int64_t v_t, v_h;
+  const int64_t* slots;
+  void* k_cache;
+  void* v_cache;
+  DType k_cache_dtype, v_cache_dtype;
 };
 
 // One warp per (token, head) item; items [0, Hq) of a token are query heads (with
@@ -77,7 +87,11 @@ __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(Preambl
     const int64_t dst_off = is_q ? t * p.q_out_t + int64_t(h) * p.q_out_h
                                  : t * p.k_out_t + int64_t(h - p.hq) * p.k_out_h;
     const float* c = p.cos_sin + t * p.rotary;
+    const bool to_cache = !is_q && p.k_cache;
+    const int64_t slot = to_cache ? p.slots[t] : -1;
+    const int64_t v_off = t * p.v_t + int64_t(h - p.hq) * p.v_h;
 
+    // gv: the gate half of a query head, v's head of a key head (to_cache).
     float x[kPerLane], wt[kPerLane], gv[kPerLane], cs[kPerLane], sn[kPerLane];
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
@@ -87,6 +101,7 @@ __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(Preambl
       x[k] = load_f32(src, sdt, src_off + i);
       wt[k] = load_f32(w, wdt, i) + p.w_offset;
       if (gated) gv[k] = load_f32(src, sdt, src_off + p.d + i);
+      if (to_cache) gv[k] = load_f32(p.v, p.v_dtype, v_off + i);
       if (i < p.rotary) {
         const int j = i < half ? i : i - half;
         cs[k] = c[j];
@@ -129,6 +144,11 @@ __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(Preambl
       store_f32(dst, ddt, dst_off + i, y);
       if (gated)
         store_f32(p.gate, p.gate_dtype, t * p.gate_t + int64_t(h) * p.gate_h + i, sigmoidf(gv[k]));
+      if (to_cache && slot >= 0) {
+        const int64_t at = (slot * p.hkv + (h - p.hq)) * p.d + i;
+        store_f32(p.k_cache, p.k_cache_dtype, at, round_to(y, ddt));  // k_out's value
+        store_f32(p.v_cache, p.v_cache_dtype, at, gv[k]);
+      }
     }
     __syncwarp();  // buf is reused by the warp's next item
   }
@@ -183,7 +203,8 @@ __global__ void __launch_bounds__(kCacheWriteThreads)
 void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const Tensor& q_norm_w,
                             const Tensor& k_norm_w, float eps, RmsNormKind kind,
                             const Tensor& cos_sin, const Tensor& q_out, const Tensor& k_out,
-                            const Tensor& gate_out) {
+                            const Tensor& gate_out, const KvCacheWrite& cache,
+                            const SlotMapping& slots) {
   const int64_t T = qg.size(0);
   if (T == 0) return;
   StreamState& st = s.cuda_state();
@@ -218,7 +239,27 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
                    T,
                    int(q_out.size(1)),
                    int(k_out.size(1)),
-                   int(q_out.size(2))};
+                   int(q_out.size(2)),
+                   nullptr,
+                   DType::kF32,
+                   0,
+                   0,
+                   nullptr,
+                   nullptr,
+                   nullptr,
+                   DType::kF32,
+                   DType::kF32};
+  if (cache.defined()) {
+    p.v = cache.v.data_ptr();
+    p.v_dtype = cache.v.dtype();
+    p.v_t = cache.v.stride(0);
+    p.v_h = cache.v.stride(1);
+    p.slots = slots.on_device() ? slots.device : upload_indices(st, slots.host);
+    p.k_cache = cache.k_cache.data_ptr();
+    p.v_cache = cache.v_cache.data_ptr();
+    p.k_cache_dtype = cache.k_cache.dtype();
+    p.v_cache_dtype = cache.v_cache.dtype();
+  }
   VT_CHECK(p.d <= 16 * kWarp, "attn_qk_norm_rope_gate (CUDA): head_dim ", p.d,
            " is too large (at most ", 16 * kWarp, ")");
   const size_t smem = size_t(kPreambleWarps) * size_t(p.d) * sizeof(float);
