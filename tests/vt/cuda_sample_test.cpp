@@ -3,15 +3,20 @@
 // and processed logprobs. Tokens must be equal except on rows that sit within 1e-6 of
 // a boundary (the CPU arm itself changes its token when the uniform or top_p moves by
 // 1e-6): those are counted, reported and must be rare. Logprobs within 1e-4, ranks
-// and top-N ids equal. Skipped without a GPU.
+// and top-N ids equal. Also the other kernels of cuda/sampling/sampling.cu against the
+// CPU: argmax (every split of a row, ties across the splits, NaN, graph replay) and
+// embedding (every block shape). Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda_compare.h"
+#include "vt/ops/copy.h"
+#include "vt/ops/embedding.h"
 #include "vt/ops/sampling.h"
 
 namespace vt {
@@ -85,8 +90,10 @@ bool near_boundary(Stream& cpu, const Tensor& logits, int64_t r, const RowSpec& 
   for (int k = 0; k < 4; ++k) {
     RowSpec s = spec;
     s.p.logprobs = -1;
-    if (k < 2) s.p.uniform = std::clamp(s.p.uniform + (k ? 1e-6 : -1e-6), 0.0, 0.999999999);
-    else s.p.top_p = std::clamp(s.p.top_p + (k == 3 ? 1e-6f : -1e-6f), 1e-6f, 1.0f);
+    if (k < 2)
+      s.p.uniform = std::clamp(s.p.uniform + (k ? 1e-6 : -1e-6), 0.0, 0.999999999);
+    else
+      s.p.top_p = std::clamp(s.p.top_p + (k == 3 ? 1e-6f : -1e-6f), 1e-6f, 1.0f);
     if (sample(cpu, row, batch_of({s}, processed)).token[0] != token) return true;
   }
   return false;
@@ -164,6 +171,148 @@ TEST(CudaSample, GreedyEqualsArgmaxAndMaskedRowsThrow) {
   masked.edit_start = {0, 2};
   masked.edits = {{.token = 0, .masked = true}, {.token = 1, .masked = true}};
   EXPECT_THROW(sample(s.gpu, s.up(f.slice(1, 0, 2).slice(0, 0, 1)), masked), vtllm::Error);
+}
+
+// Logits whose rows test argmax's order across the kernel's segments (a row of Qwen's
+// vocabulary splits into ~74 of them for one row, ~9 for 64 rows; the test need not know
+// where they fall): row kind r % 6 is
+//   0 random (bf16: many exact ties), 1 the max at every 97th index from 13 (a tie that
+//   crosses every boundary: 13 wins), 2 one constant value (0 wins), 3 all -inf (0 wins),
+//   4 two NaNs in different halves among large values (the lower NaN wins), 5 the max
+//   at the last index.
+Tensor argmax_logits(int64_t rows, int64_t vocab, DType dt, uint64_t seed) {
+  Tensor f = randn({rows, vocab}, DType::kF32, 3.0, seed);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = f.data<float>() + r * vocab;
+    switch (r % 6) {
+      case 1:
+        for (int64_t i = 13; i < vocab; i += 97) row[i] = 40.0f;
+        break;
+      case 2:
+        std::fill(row, row + vocab, 1.5f);
+        break;
+      case 3:
+        std::fill(row, row + vocab, -INFINITY);
+        break;
+      case 4:
+        row[vocab - 1] = 50.0f;
+        row[vocab / 2] = NAN;
+        row[vocab - 2] = NAN;
+        break;
+      case 5:
+        row[vocab - 1] = 60.0f;
+        break;
+      default:
+        break;
+    }
+  }
+  Stream cpu(Device::cpu(), 1);
+  return to_dtype(cpu, f, dt);
+}
+
+// The id argmax must give for a constructed row (-1: the random row, the CPU op decides).
+int64_t planted_argmax(int64_t r, int64_t vocab) {
+  switch (r % 6) {
+    case 1:
+      return vocab > 13 ? 13 : -1;
+    case 2:
+    case 3:
+      return 0;
+    case 4:
+      return vocab >= 3 ? std::min(vocab / 2, vocab - 2) : -1;
+    case 5:
+      return vocab - 1;
+    default:
+      return -1;
+  }
+}
+
+// Rows 1, 3 and 64 (many segments per row), 600 (one segment: the block writes the id),
+// at Qwen's vocabulary, 8192 and 4097 (few segments, a partial last one), 1000 and 7
+// (one segment, mostly idle threads); f32 and bf16 logits, i32 and i64 ids.
+TEST(CudaArgmax, MatchesCpuForEveryRowSplit) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  struct Case {
+    int64_t rows, vocab;
+  };
+  const Case cases[] = {{1, 151936}, {3, 151936}, {64, 151936}, {1, 8192}, {7, 4097},
+                        {600, 8192}, {1, 1000},   {64, 1000},   {3, 7},    {1, 1}};
+  uint64_t seed = 70;
+  for (const Case& c : cases)
+    for (DType dt : {DType::kF32, DType::kBF16})
+      for (DType odt : {DType::kI32, DType::kI64}) {
+        const std::string what = std::string(dtype_name(dt)) + " -> " + dtype_name(odt) + " [" +
+                                 std::to_string(c.rows) + ", " + std::to_string(c.vocab) + "]";
+        const Tensor logits = argmax_logits(c.rows, c.vocab, dt, seed++);
+        Tensor want = Tensor::empty({c.rows}, DType::kI64);
+        argmax(s.cpu, logits, want);
+        Tensor got_g = cudatest::poisoned_gpu(s, {c.rows}, odt);
+        argmax(s.gpu, s.up(logits), got_g);
+        const Tensor got = to_dtype(s.cpu, s.down(got_g), DType::kI64);
+        for (int64_t r = 0; r < c.rows; ++r) {
+          const int64_t w = want.data<int64_t>()[r], g = got.data<int64_t>()[r];
+          EXPECT_EQ(g, w) << what << " row " << r;
+          const int64_t planted = planted_argmax(r, c.vocab);
+          if (planted >= 0) {
+            EXPECT_EQ(w, planted) << what << " row " << r << " (the CPU op)";
+          }
+        }
+      }
+}
+
+// A captured argmax (two kernels and a scratch buffer when a row splits) replays on the
+// logits now in its input: the scratch is no allocation at replay, the split the same.
+TEST(CudaArgmax, CapturedGraphReplaysOnNewLogits) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  for (int64_t rows : {1, 3, 64}) {
+    const int64_t vocab = 151936;
+    Tensor logits_g = s.up(argmax_logits(rows, vocab, DType::kF32, 90 + uint64_t(rows)));
+    Tensor ids_g = cudatest::poisoned_gpu(s, {rows}, DType::kI32);
+    s.gpu.synchronize();
+    s.gpu.begin_capture();
+    argmax(s.gpu, logits_g, ids_g);
+    cuda::GraphExecPtr graph = s.gpu.end_capture();
+    for (uint64_t round = 0; round < 3; ++round) {
+      const Tensor next = randn({rows, vocab}, DType::kF32, 2.0, 500 + 10 * uint64_t(rows) + round);
+      copy(s.gpu, s.up(next), logits_g);
+      s.gpu.replay(*graph);
+      Tensor want = Tensor::empty({rows}, DType::kI64);
+      argmax(s.cpu, next, want);
+      const Tensor got = to_dtype(s.cpu, s.down(ids_g), DType::kI64);
+      for (int64_t r = 0; r < rows; ++r) {
+        EXPECT_EQ(got.data<int64_t>()[r], want.data<int64_t>()[r])
+            << "rows " << rows << " replay " << round << " row " << r;
+      }
+    }
+    graph.reset();
+    s.gpu.synchronize();
+  }
+  cuda::release_graph_pool(0);
+}
+
+// The embedding gather over every block shape of its kernel: short rows (32 threads,
+// scalar: 7 bf16 columns are not 16-byte rows), rows held in one span with 16-byte
+// accesses (1000, 4096), and a row walked in two spans (8200 > 1024 x 8); exact copies.
+TEST(CudaEmbedding, EveryRowLengthMatchesCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  uint64_t seed = 110;
+  for (int64_t hidden : {7, 1000, 4096, 8200})
+    for (int64_t tokens : {1, 5})
+      for (DType odt : {DType::kBF16, DType::kF32}) {
+        const std::string what = "embedding [" + std::to_string(tokens) + ", " +
+                                 std::to_string(hidden) + "] -> " + dtype_name(odt);
+        const Tensor table = randn({50, hidden}, DType::kBF16, 1.0, seed++);
+        Tensor ids = Tensor::empty({tokens}, DType::kI32);
+        for (int64_t t = 0; t < tokens; ++t) ids.data<int32_t>()[t] = int32_t((t * 37 + 49) % 50);
+        Tensor want = Tensor::empty({tokens, hidden}, odt);
+        embedding(s.cpu, table, ids, want);
+        Tensor got = cudatest::poisoned_gpu(s, {tokens, hidden}, odt);
+        embedding(s.gpu, s.up(table), s.up(ids), got);
+        cudatest::expect_close(s, want, got, 0, 0, what);
+      }
 }
 
 }  // namespace

@@ -1,14 +1,15 @@
 // CUDA l2_normalize (GDN q/k) and gated RMSNorm (GDN output): one warp per row, which
-// suits their short rows (head_dim 128); f32 sums (per-lane partials, then a shuffle
-// tree) and the CPU reference's rounding points (vt/ops/norm.h, vt/ops/gdn.h). Rows of
-// one or two levels (RowsRef): the GDN layer normalises all q and k heads of a column
-// slice of the conv output in one launch.
+// suits their short rows (head_dim 128), held in registers; f32 sums (per-lane
+// partials, then a shuffle tree) and the CPU reference's rounding points (vt/ops/norm.h,
+// vt/ops/gdn.h). Rows of one or two levels (RowsRef): the GDN layer normalises all q
+// and k heads of a column slice of the conv output in one launch.
 #include <algorithm>
 
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/launch.cuh"
 #include "vt/cuda/norm.h"
+#include "vt/cuda/row_chunks.cuh"
 #include "vt/cuda/stream_state.h"
 
 namespace vt::cuda {
@@ -17,39 +18,65 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
+constexpr int kHeadVec = 4;  // a lane's chunk: a 128-element head row is one span of a warp
+
 // gated == false: out = x / sqrt(sum(x^2) + eps).
 // gated == true:  out = x / sqrt(mean(x^2) + eps) * w * silu(z).
+// A warp holds a row of up to 128 elements in registers (vt/cuda/row_chunks.cuh): every
+// load of the row (gated: z and w too) is issued before the reduction and the stores;
+// longer rows go span by span and re-read x in pass 2. The scalar layout keeps the
+// lane-strided order of the sums (lane l: l, l + 32, ...), which gdn_fused_recurrent
+// (cuda/gdn/fused_recurrent.cu) repeats to equal these launches bit for bit.
 template <bool kGated>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
     row_norm_kernel(RowsRef x, RowsRef z, const void* w, DType wdt, RowsRef out, int64_t rows,
                     int64_t cols, float eps) {
+  constexpr bool vec = false;  // the scalar layout: the summation order above
   pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
   pdl_trigger();
-  const int lane = threadIdx.x % kWarp;
+  const int lane = int(threadIdx.x) % kWarp;
+  const int64_t span = int64_t(kHeadVec) * kWarp;
+  const bool held = cols <= span;  // the whole row sits in one span
   for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp; r < rows;
        r += int64_t(gridDim.x) * kWarpsPerBlock) {
     const char* xr = x.row(r);
+    const char* zr = kGated ? z.row(r) : nullptr;
+    char* o = out.row(r);
+    float v[1][kHeadVec], zv[1][kHeadVec], wv[1][kHeadVec];
     float ss = 0.0f;
-    for (int64_t i = lane; i < cols; i += kWarp) {
-      const float v = load_f32(xr, x.dtype, i);
-      ss += v * v;
+    for (int64_t base = 0; base < cols; base += span) {
+      load_span(xr, x.dtype, vec, base, cols, lane, kWarp, v);
+      if (kGated && held) {
+        load_span(zr, z.dtype, vec, 0, cols, lane, kWarp, zv);
+        load_span(w, wdt, vec, 0, cols, lane, kWarp, wv);
+      }
+#pragma unroll
+      for (int j = 0; j < kHeadVec; ++j) ss += v[0][j] * v[0][j];
     }
     ss = warp_sum(ss);
     const float inv = kGated ? rsqrtf(ss / float(cols) + eps) : rsqrtf(ss + eps);
-    char* o = out.row(r);
-    const char* zr = kGated ? z.row(r) : nullptr;
-    for (int64_t i = lane; i < cols; i += kWarp) {
-      float v = load_f32(xr, x.dtype, i) * inv;
-      if constexpr (kGated) {
-        const float zi = load_f32(zr, z.dtype, i);
-        // Narrow out: the normalised value and its product with w round, then the f32
-        // silu(z) gate (vt/ops/gdn.h); f32 out: one rounding-free product.
-        if (out.dtype != DType::kF32)
-          v = round_to(round_to(v, out.dtype) * load_f32(w, wdt, i), out.dtype) * siluf(zi);
-        else
-          v = v * load_f32(w, wdt, i) * siluf(zi);
+    for (int64_t base = 0; base < cols; base += span) {
+      if (!held) {
+        load_span(xr, x.dtype, vec, base, cols, lane, kWarp, v);
+        if constexpr (kGated) {
+          load_span(zr, z.dtype, vec, base, cols, lane, kWarp, zv);
+          load_span(w, wdt, vec, base, cols, lane, kWarp, wv);
+        }
       }
-      store_f32(o, out.dtype, i, v);
+#pragma unroll
+      for (int j = 0; j < kHeadVec; ++j) {
+        float y = v[0][j] * inv;
+        if constexpr (kGated) {
+          // Narrow out: the normalised value and its product with w round, then the f32
+          // silu(z) gate (vt/ops/gdn.h); f32 out: one rounding-free product.
+          if (out.dtype != DType::kF32)
+            y = round_to(round_to(y, out.dtype) * wv[0][j], out.dtype) * siluf(zv[0][j]);
+          else
+            y = y * wv[0][j] * siluf(zv[0][j]);
+        }
+        v[0][j] = y;
+      }
+      store_span(o, out.dtype, vec, base, cols, lane, kWarp, v);
     }
   }
 }
