@@ -19,6 +19,16 @@
 // tf32 tensor-core peak; a 3xTF32 product issues three tf32 mma, so the tensor pipe's
 // own load is three times the tf32 fraction printed.
 //
+// The fused decode step (vt::gdn_fused_recurrent: q/k l2norm, gates, the token
+// recurrence and the gated RMSNorm in one kernel) next to the four launches it replaces
+// (l2_normalize, gdn_gates, gated_delta_rule_recurrent, gated_rms_norm), batches 1, 8
+// and 64 of one token each, Hk 16, Hv 32 and 48: a CUDA graph of 16 steps, each on its
+// own state slots (so the state is cold in L2, as in a decode pass over 24 layers),
+// median replay over 16. Bytes: the f32 state read and written (Hv x 128 x 128 x 4 x 2
+// per request, most of it) plus the bf16 q, k, v, z rows read and y written; the rate
+// is against the ~4.3 TB/s copy ceiling of cuda_kernels_bench. At batch 1 the step is
+// latency, not bandwidth.
+//
 //   cuda_gdn_bench            (needs a GPU; exits 0 with a note without one)
 #include <cuda_runtime.h>
 
@@ -34,11 +44,12 @@
 #include "vt/cuda/stream_state.h"
 #include "vt/ops/copy.h"
 #include "vt/ops/gdn.h"
+#include "vt/ops/norm.h"
 #include "vt/stream.h"
 
 namespace {
 
-constexpr double kF32TFlops = 67.0, kTf32TFlops = 395.0;
+constexpr double kF32TFlops = 67.0, kTf32TFlops = 395.0, kCopyTBs = 4.3;
 
 vt::Stream g_cpu(vt::Device::cpu());
 
@@ -128,6 +139,76 @@ void bench(vt::Stream& gpu, int64_t B, int64_t tokens_each, int64_t hv, const ch
               name.c_str(), ms, tfs, 100.0 * tfs / kF32TFlops, 100.0 * tfs / kTf32TFlops);
 }
 
+// One decode step of the GDN layer from the conv output to out_proj's input, fused or as
+// the four ops, `steps` times over disjoint state slots, timed as one graph replay.
+void bench_decode(vt::Stream& gpu, int64_t B, int64_t hv, bool fused) {
+  constexpr int64_t kSteps = 16;
+  const int64_t hk = 16, d = 128, kd = hk * d, cd = 2 * kd + hv * d, vd = hv * d;
+  const vt::DType bf16 = vt::DType::kBF16, f32 = vt::DType::kF32;
+  const vt::Tensor act = up(gpu, host_normal({B, cd}, bf16, 1.0f, 11));
+  const vt::Tensor proj = up(gpu, host_normal({B, vd + 2 * hv}, bf16, 2.0f, 12));
+  const vt::Tensor alog = up(gpu, host_normal({hv}, bf16, 1.0f, 13));
+  const vt::Tensor dtb = up(gpu, host_normal({hv}, bf16, 1.0f, 14));
+  const vt::Tensor nw = up(gpu, host_normal({d}, bf16, 1.0f, 15));
+  vt::Tensor state = vt::Tensor::empty({kSteps * B, hv, d, d}, f32, gpu.device());
+  const vt::Tensor state0 = up(gpu, host_normal({B, hv, d, d}, f32, 0.1f, 16));
+  for (int64_t i = 0; i < kSteps; ++i) {
+    vt::Tensor block = state.slice(0, i * B, (i + 1) * B);
+    vt::copy(gpu, state0, block);
+  }
+  std::vector<int32_t> qsl;
+  for (int64_t b = 0; b <= B; ++b) qsl.push_back(int32_t(b));
+  const vt::Tensor qsl_g = up(gpu, i32(qsl));
+  std::vector<vt::Tensor> slots;  // step i: slots i B .. i B + B - 1
+  for (int64_t i = 0; i < kSteps; ++i) {
+    std::vector<int32_t> sl;
+    for (int64_t b = 0; b < B; ++b) sl.push_back(int32_t(i * B + b));
+    slots.push_back(up(gpu, i32(sl)));
+  }
+  const vt::Tensor q = act.slice(1, 0, kd).reshape({B, hk, d});
+  const vt::Tensor k = act.slice(1, kd, 2 * kd).reshape({B, hk, d});
+  const vt::Tensor qk = act.slice(1, 0, 2 * kd).reshape({B, 2 * hk, d});
+  const vt::Tensor v = act.slice(1, 2 * kd, cd).reshape({B, hv, d});
+  const vt::Tensor z = proj.slice(1, 0, vd).reshape({B, hv, d});
+  const vt::Tensor bl = proj.slice(1, vd, vd + hv), al = proj.slice(1, vd + hv, vd + 2 * hv);
+  vt::Tensor y = vt::Tensor::empty({B, hv, d}, bf16, gpu.device());
+  const float scale = 1.0f / std::sqrt(float(d));
+  const auto step = [&](const vt::Tensor& sl) {
+    if (fused) {
+      vt::gdn_fused_recurrent(gpu, q, k, v, z, al, bl, alog, dtb, bf16, scale, nw, 1e-6f, qsl_g,
+                              state, sl, y);
+      return;
+    }
+    vt::Tensor qkn = vt::Tensor::empty({B, 2 * hk, d}, f32, gpu.device());
+    vt::l2_normalize(gpu, qk, 1e-6f, qkn);
+    vt::Tensor g = vt::Tensor::empty({B, hv}, f32, gpu.device());
+    vt::Tensor beta = vt::Tensor::empty({B, hv}, f32, gpu.device());
+    vt::gdn_gates(gpu, al, bl, alog, dtb, bf16, g, beta);
+    vt::Tensor o = vt::Tensor::empty({B, hv, d}, bf16, gpu.device());
+    vt::gated_delta_rule_recurrent(gpu, qkn.slice(1, 0, hk), qkn.slice(1, hk, 2 * hk), v, g, beta,
+                                   scale, qsl_g, state, sl, o);
+    vt::gated_rms_norm(gpu, o, z, nw, 1e-6f, y);
+  };
+  step(slots[0]);  // warm-up: scratch sized before the capture
+  gpu.synchronize();
+  gpu.begin_capture();
+  for (const vt::Tensor& sl : slots) step(sl);
+  vt::cuda::GraphExecPtr graph = gpu.end_capture();
+  const int64_t kernels = vt::Stream::graph_kernel_nodes(*graph) / kSteps;
+  const double us = median_ms(gpu, [&] { gpu.replay(*graph); }) * 1e3 / double(kSteps);
+  graph.reset();
+  gpu.synchronize();
+  vt::cuda::release_graph_pool(gpu.device().index);
+  const double bytes = double(B) * double(hv * d * d) * 4 * 2 +
+                       double(B) * double(2 * kd + 3 * vd) * 2;  // q, k, v, z read, y written
+  const double gbs = bytes / us / 1e3;
+  const std::string name = "gdn decode B=" + std::to_string(B) + " Hv=" + std::to_string(hv) +
+                           (fused ? " [fused]" : " [4 ops]");
+  std::printf("%-40s %9.2f us/layer %2lld kernels %8.1f GB/s %6.1f%% of copy 4.3 TB/s\n",
+              name.c_str(), us, static_cast<long long>(kernels), gbs,
+              100.0 * gbs / (kCopyTBs * 1000));
+}
+
 }  // namespace
 
 int main() {
@@ -141,5 +222,8 @@ int main() {
   };
   for (const Case& s : {Case{1, 512, 32}, Case{1, 4096, 32}, Case{8, 512, 32}, Case{1, 4096, 48}})
     for (const char* path : {"tc", "f32"}) bench(gpu, s.B, s.tokens, s.hv, path);
+  for (int64_t hv : {32, 48})
+    for (int64_t B : {1, 8, 64})
+      for (bool fused : {true, false}) bench_decode(gpu, B, hv, fused);
   return 0;
 }

@@ -76,29 +76,36 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
 
   vt::Tensor act = vt::Tensor::empty({T, cd}, dt, dev);
   vt::causal_conv1d_silu(s, mixed, conv_w_, in.query_start_loc, state.conv, in.state_slots, act);
-  // q ‖ k: the 2 Hk heads of act's first 2 key_dim columns (a [T, 2 Hk, Dk] view of two
-  // row strides), normalised in one launch; q and k are head slices of the result.
-  vt::Tensor qk = vt::Tensor::empty({T, 2 * hk, dk}, f32, dev);
-  vt::l2_normalize(s, act.slice(1, 0, 2 * kd).reshape({T, 2 * hk, dk}), 1e-6f, qk);
-  const vt::Tensor q = qk.slice(1, 0, hk), k = qk.slice(1, hk, 2 * hk);
   const vt::Tensor v = act.slice(1, 2 * kd, cd).reshape({T, hv, dv});
-
-  // beta rounds through the activation dtype: the oracle's bf16 sigmoid(b) (§8.4).
-  vt::Tensor g = vt::Tensor::empty({T, hv}, f32, dev), beta = vt::Tensor::empty({T, hv}, f32, dev);
-  vt::gdn_gates(s, al, bl, a_log_, dt_bias_, dt, g, beta);
-  vt::Tensor o = vt::Tensor::empty({T, hv, dv}, dt, dev);
   const float scale = 1.0f / std::sqrt(float(dk));
-  if (in.decode_only)
-    vt::gated_delta_rule_recurrent(s, q, k, v, g, beta, scale, in.query_start_loc, state.recurrent,
-                                   in.state_slots, o);
-  else
-    // Host indices when the batch has them: the chunked kernel plans chunks from them.
+  vt::Tensor y = vt::Tensor::empty({T, hv, dv}, dt, dev);
+  if (in.decode_only) {
+    // The per-token recurrence, as the oracle's decode step: l2norm, gates, the rule and
+    // the gated norm in one op (one kernel on CUDA), the same values as the ops below
+    // with gated_delta_rule_recurrent in place of the chunked form (vt/ops/gdn.h).
+    vt::gdn_fused_recurrent(s, act.slice(1, 0, kd).reshape({T, hk, dk}),
+                            act.slice(1, kd, 2 * kd).reshape({T, hk, dk}), v, z, al, bl, a_log_,
+                            dt_bias_, dt, scale, norm_, eps_, in.query_start_loc, state.recurrent,
+                            in.state_slots, y);
+  } else {
+    // q ‖ k: the 2 Hk heads of act's first 2 key_dim columns (a [T, 2 Hk, Dk] view of two
+    // row strides), normalised in one launch; q and k are head slices of the result.
+    vt::Tensor qk = vt::Tensor::empty({T, 2 * hk, dk}, f32, dev);
+    vt::l2_normalize(s, act.slice(1, 0, 2 * kd).reshape({T, 2 * hk, dk}), vt::kGdnL2NormEps, qk);
+    const vt::Tensor q = qk.slice(1, 0, hk), k = qk.slice(1, hk, 2 * hk);
+    // beta rounds through the activation dtype: the oracle's bf16 sigmoid(b) (§8.4).
+    vt::Tensor g = vt::Tensor::empty({T, hv}, f32, dev);
+    vt::Tensor beta = vt::Tensor::empty({T, hv}, f32, dev);
+    vt::gdn_gates(s, al, bl, a_log_, dt_bias_, dt, g, beta);
+    vt::Tensor o = vt::Tensor::empty({T, hv, dv}, dt, dev);
+    // Chunks of 64 (prefill and mixed steps); host indices when the batch has them: the
+    // chunked kernel plans chunks from them.
     vt::gated_delta_rule_chunked(
         s, q, k, v, g, beta, scale,
         in.host_query_start_loc.defined() ? in.host_query_start_loc : in.query_start_loc,
         state.recurrent, in.host_state_slots.defined() ? in.host_state_slots : in.state_slots, o);
-  vt::Tensor y = vt::Tensor::empty({T, hv, dv}, dt, dev);
-  vt::gated_rms_norm(s, o, z, norm_, eps_, y);
+    vt::gated_rms_norm(s, o, z, norm_, eps_, y);
+  }
   vt::linear(s, y.view({T, hv * dv}), out_proj_, out);
 }
 

@@ -8,7 +8,8 @@
 // Dk^-0.5; beta = sigmoid(b) (rounded to the activation dtype, §8.4),
 // g = -exp(A_log) softplus(a + dt_bias); the gated delta rule (per-token recurrence when
 // every request is a one-token decode step, as the oracle; chunks of 64 otherwise);
-// gated RMSNorm with silu(z) per value head; out_proj.
+// gated RMSNorm with silu(z) per value head; out_proj. A decode step runs everything
+// from the l2norm to the gated norm as one op (vt::gdn_fused_recurrent; same values).
 // Weights under `prefix` ("model.layers.0.linear_attn."): in_proj_qkv [conv_dim, H],
 // in_proj_z [Hv*Dv, H], in_proj_b and in_proj_a [Hv, H] (one dtype; freed once stacked),
 // conv1d.weight [conv_dim, 1, K], A_log and dt_bias [Hv], norm.weight [Dv],

@@ -3,10 +3,14 @@
 // or as trusted device pointers (Varlen::on_device(), vt/ops/indices.h).
 // gated_rms_norm's arm is in vt/cuda/norm.h.
 //
-//   causal_conv1d_silu: one thread per (token, channel); the window's earlier rows
-//     come from x or, before the request's first token, from its state slot; a second
-//     kernel then rolls each request's state (ordered after the first on the stream,
-//     so no thread reads a state row another has overwritten).
+//   causal_conv1d_silu: with no more tokens than requests (decode steps), one kernel of
+//     a thread per (request, channel) that reads the slot's rows, walks the request's
+//     tokens with the window in registers and writes the slot back. Otherwise one
+//     thread per (token, channel), finding its request by binary search over the
+//     starts; the window's earlier rows come from x or, before the request's first
+//     token, from its state slot; a second kernel then rolls each request's state
+//     (ordered after the first on the stream, so no thread reads a state row another
+//     has overwritten). Both forms give the same bits. B <= 65535.
 //   gdn_gates: one thread per (token, value head).
 //   gated_delta_rule: the token recurrence of §8.6 (the recurrent op: decode). The
 //     recurrence is separable by value column: column e of S evolves from k, q, beta,
@@ -29,6 +33,13 @@
 //     count (exact with host indices, T / 64 + min(B, T / 16) with device ones). Work
 //     scratch up to ~256 MiB; a call with more chunks runs as several passes. The same
 //     math as the recurrence to f32 rounding.
+//   gdn_fused_recurrent: one kernel (gdn/fused_recurrent.cu), a CTA of Dk / 8 warps per
+//     (value head, request) in gated_delta_rule's rows layout and token code
+//     (gdn/delta_rows.cuh); per token it l2-normalises the q and k rows, computes the
+//     gates, runs the token and applies the gated RMSNorm, each with the unfused CUDA
+//     kernels' arithmetic and rounding points, so its out and state equal those of the
+//     unfused launches bit for bit. Dk <= 128, Dv <= 128 with Dv % 4 == 0 (a head's
+//     columns in one CTA, for the norm).
 #pragma once
 
 #include "vt/ops/args.h"
@@ -48,5 +59,9 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
 void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
                               const Tensor& state, const Tensor& out);
+void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& z, const Rows& a, const Rows& b, const Tensor& A_log,
+                         const Tensor& dt_bias, DType beta_round, float scale, const Tensor& norm_w,
+                         float eps, const Varlen& req, const Tensor& state, const Tensor& out);
 
 }  // namespace vt::cuda

@@ -2,6 +2,7 @@
 #include "vt/ops/gdn.h"
 
 #include "vt/cpu/gdn.h"
+#include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
 #include "vt/ops/indices.h"
 #if VTLLM_WITH_CUDA
@@ -25,6 +26,31 @@ void expect_f32_contiguous(const Tensor& t, const char* op, const char* name, co
   VT_CHECK(t.is_contiguous(), op, ": ", name, " ", t.str(), " must be contiguous");
 }
 
+// state [slots, hv, dk, dv] f32 contiguous (the delta rule's, k-major).
+void expect_state(const Tensor& state, const char* op, int64_t hv, int64_t dk, int64_t dv) {
+  expect_dtype(state, op, "state", {DType::kF32});
+  VT_CHECK(state.dim() == 4 && state.size(1) == hv && state.size(2) == dk && state.size(3) == dv &&
+               state.is_contiguous(),
+           op, ": state ", state.str(), " must be a contiguous [slots, ", hv, ", ", dk, ", ", dv,
+           "]");
+}
+
+// gdn_gates' inputs: a, b [T, hv] (shape from a), A_log and dt_bias [hv], beta_round.
+void gate_checks(const char* op, const Tensor& a, const Tensor& b, const Tensor& A_log,
+                 const Tensor& dt_bias, DType beta_round) {
+  expect_dtype(a, op, "a", kActDTypes);
+  expect_dtype(b, op, "b", kActDTypes);
+  VT_CHECK(a.dim() == 2, op, ": a ", a.str(), " must be [tokens, value_heads]");
+  expect_shape(b, op, "b", a.shape());
+  for (const Tensor* p : {&A_log, &dt_bias}) {
+    expect_dtype(*p, op, "A_log/dt_bias", kActDTypes);
+    expect_shape(*p, op, "A_log/dt_bias", {a.size(1)});
+    VT_CHECK(p->is_contiguous(), op, ": A_log/dt_bias must be contiguous");
+  }
+  VT_CHECK(beta_round == DType::kF32 || beta_round == DType::kBF16 || beta_round == DType::kF16, op,
+           ": beta_round ", dtype_name(beta_round), " is not one of f32, bf16, f16");
+}
+
 // The checks the two delta-rule forms share; returns the request layout.
 Varlen delta_checks(const char* op, Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                     const Tensor& g, const Tensor& beta, const Tensor& qsl, const Tensor& state,
@@ -39,11 +65,7 @@ Varlen delta_checks(const char* op, Stream& s, const Tensor& q, const Tensor& k,
            " key heads");
   expect_f32_contiguous(g, op, "g", {T, hv});
   expect_f32_contiguous(beta, op, "beta", {T, hv});
-  expect_dtype(state, op, "state", {DType::kF32});
-  VT_CHECK(state.dim() == 4 && state.size(1) == hv && state.size(2) == dk && state.size(3) == dv &&
-               state.is_contiguous(),
-           op, ": state ", state.str(), " must be a contiguous [slots, ", hv, ", ", dk, ", ", dv,
-           "]");
+  expect_state(state, op, hv, dk, dv);
   expect_dtype(out, op, "out", kActDTypes);
   expect_shape(out, op, "out", v.shape());
   VT_CHECK(out.is_contiguous(), op, ": out ", out.str(), " must be contiguous");
@@ -91,18 +113,8 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tenso
 void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
                const Tensor& dt_bias, DType beta_round, Tensor& g, Tensor& beta) {
   const char* op = "gdn_gates";
-  expect_dtype(a, op, "a", kActDTypes);
-  expect_dtype(b, op, "b", kActDTypes);
-  VT_CHECK(a.dim() == 2, op, ": a ", a.str(), " must be [tokens, value_heads]");
-  expect_shape(b, op, "b", a.shape());
+  gate_checks(op, a, b, A_log, dt_bias, beta_round);
   const int64_t T = a.size(0), hv = a.size(1);
-  for (const Tensor* p : {&A_log, &dt_bias}) {
-    expect_dtype(*p, op, "A_log/dt_bias", kActDTypes);
-    expect_shape(*p, op, "A_log/dt_bias", {hv});
-    VT_CHECK(p->is_contiguous(), op, ": A_log/dt_bias must be contiguous");
-  }
-  VT_CHECK(beta_round == DType::kF32 || beta_round == DType::kBF16 || beta_round == DType::kF16, op,
-           ": beta_round ", dtype_name(beta_round), " is not one of f32, bf16, f16");
   expect_f32_contiguous(g, op, "g", {T, hv});
   expect_f32_contiguous(beta, op, "beta", {T, hv});
   expect_device(s, op, {&a, &b, &A_log, &dt_bias, &g, &beta});
@@ -170,6 +182,60 @@ void gated_rms_norm(Stream& s, const Tensor& x, const Tensor& z, const Tensor& w
   if (s.device().is_cpu()) return cpu::gated_rms_norm(s, xr, zr, w, eps, outr);
 #if VTLLM_WITH_CUDA
   cuda::gated_rms_norm(s, xr, zr, w, eps, outr);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& z, const Tensor& a, const Tensor& b, const Tensor& A_log,
+                         const Tensor& dt_bias, DType beta_round, float scale, const Tensor& norm_w,
+                         float eps, const Tensor& query_start_loc, Tensor& state,
+                         const Tensor& state_slots, Tensor& out) {
+  const char* op = "gdn_fused_recurrent";
+  check_heads(q, op, "q");
+  check_heads(k, op, "k");
+  check_heads(v, op, "v");
+  check_heads(z, op, "z");
+  expect_shape(k, op, "k", q.shape());
+  expect_shape(z, op, "z", v.shape());
+  const int64_t T = q.size(0), hk = q.size(1), dk = q.size(2), hv = v.size(1), dv = v.size(2);
+  VT_CHECK(v.size(0) == T, op, ": v ", v.str(), " has a token count other than q's ", T);
+  VT_CHECK(hk > 0 && hv % hk == 0, op, ": ", hv, " value heads are not a multiple of ", hk,
+           " key heads");
+  gate_checks(op, a, b, A_log, dt_bias, beta_round);
+  expect_shape(a, op, "a", {T, hv});
+  expect_dtype(norm_w, op, "norm_w", kActDTypes);
+  expect_shape(norm_w, op, "norm_w", {dv});
+  VT_CHECK(norm_w.is_contiguous(), op, ": norm_w ", norm_w.str(), " must be contiguous");
+  VT_CHECK(eps >= 0.0f, op, ": eps ", eps, " is negative");
+  expect_state(state, op, hv, dk, dv);
+  expect_dtype(out, op, "out", kActDTypes);
+  expect_shape(out, op, "out", v.shape());
+  VT_CHECK(out.is_contiguous(), op, ": out ", out.str(), " must be contiguous");
+  for (const Tensor* in :
+       {&q, &k, &v, &z, &a, &b, &A_log, &dt_bias, &norm_w, static_cast<const Tensor*>(&state)})
+    expect_no_alias(*in, out, op, "an input");
+  for (const Tensor* in : {&q, &k, &v, &z, &a, &b, &A_log, &dt_bias, &norm_w})
+    expect_no_alias(*in, state, op, "an input");
+  expect_device(s, op, {&q, &k, &v, &z, &a, &b, &A_log, &dt_bias, &norm_w, &state, &out});
+  const Rows ar = rows_view(a, op, "a"), br = rows_view(b, op, "b");
+  const Varlen req = read_varlen(s, query_start_loc, state_slots, T, state.size(0), op);
+  if (s.device().is_cpu()) {
+    // The unfused ops' CPU arms in the layer's order, through the same intermediates.
+    Tensor qn = Tensor::empty(q.shape(), DType::kF32), kn = Tensor::empty(k.shape(), DType::kF32);
+    cpu::l2_normalize(s, rows_view(q, op, "q"), kGdnL2NormEps, rows_view(qn, op, "qn"));
+    cpu::l2_normalize(s, rows_view(k, op, "k"), kGdnL2NormEps, rows_view(kn, op, "kn"));
+    Tensor g = Tensor::empty({T, hv}, DType::kF32), beta = Tensor::empty({T, hv}, DType::kF32);
+    cpu::gdn_gates(s, ar, br, A_log, dt_bias, beta_round, g, beta);
+    Tensor o = Tensor::empty(v.shape(), out.dtype());
+    cpu::gated_delta_rule_recurrent(s, qn, kn, v, g, beta, scale, req, state, o);
+    return cpu::gated_rms_norm(s, rows_view(o, op, "o"), rows_view(z, op, "z"), norm_w, eps,
+                               rows_view(out, op, "out"));
+  }
+#if VTLLM_WITH_CUDA
+  cuda::gdn_fused_recurrent(s, q, k, v, z, ar, br, A_log, dt_bias, beta_round, scale, norm_w, eps,
+                            req, state, out);
 #else
   no_backend(op, s.device());
 #endif

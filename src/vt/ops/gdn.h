@@ -49,6 +49,25 @@
 //   the fused projection); w [D] contiguous; all in {f32, bf16, f16}; f32 compute. f32
 //   out: no rounding. Narrow out (bf16/f16), the oracle's three rounding points (§5.2):
 //   n = R(x * r), n = R(w * n), out = R(n * silu(z)) with silu(z) in f32.
+//
+// gdn_fused_recurrent(s, q, k, v, z, a, b, A_log, dt_bias, beta_round, scale, norm_w, eps,
+//                     query_start_loc, state, state_slots, out)
+//   The GDN layer from the conv output to out_proj's input by the token recurrence, the
+//   decode step's ops in one call. With q, k the raw (not yet normalised) conv-output heads:
+//     qn, kn = l2_normalize(q), l2_normalize(k) into f32, eps kGdnL2NormEps;
+//     g, beta = gdn_gates(a, b, A_log, dt_bias, beta_round);
+//     o = gated_delta_rule_recurrent(qn, kn, v, g, beta, scale, ...) into out's dtype;
+//     out = gated_rms_norm(o, z, norm_w, eps).
+//   Equal to that sequence of ops on the same backend: the CPU arm is the sequence (bit
+//   for bit); the CUDA arm is one kernel with the CUDA ops' arithmetic and rounding
+//   points (bit for bit in its tests). q, k [T, Hk, Dk] and v, z [T, Hv, Dv], head_dim
+//   contiguous, other strides free (head views of column slices of the conv output and
+//   of the projection), in {f32, bf16, f16}; a, b [T, Hv] as gdn_gates; A_log, dt_bias
+//   [Hv] and norm_w [Dv] contiguous, in {f32, bf16, f16}; query_start_loc, state and
+//   state_slots as gated_delta_rule_recurrent; out [T, Hv, Dv] contiguous, not
+//   overlapping an input. Any request lengths (a request's tokens run in order), but
+//   made for decode steps: the CUDA kernel walks a request's tokens serially. CUDA:
+//   Dk <= 128, Dv <= 128 with Dv % 4 == 0.
 // Backends: CPU (reference) and CUDA (vt/cuda/gdn.h).
 #pragma once
 
@@ -58,6 +77,8 @@
 namespace vt {
 
 inline constexpr int64_t kGdnChunkSize = 64;
+// The q/k l2norm's eps, fixed by the model (not rms_norm_eps; qwen3_5.md §8.5).
+inline constexpr float kGdnL2NormEps = 1e-6f;
 
 void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& query_start_loc,
                         Tensor& conv_state, const Tensor& state_slots, Tensor& out);
@@ -76,5 +97,11 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
 
 void gated_rms_norm(Stream& s, const Tensor& x, const Tensor& z, const Tensor& w, float eps,
                     Tensor& out);
+
+void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& z, const Tensor& a, const Tensor& b, const Tensor& A_log,
+                         const Tensor& dt_bias, DType beta_round, float scale, const Tensor& norm_w,
+                         float eps, const Tensor& query_start_loc, Tensor& state,
+                         const Tensor& state_slots, Tensor& out);
 
 }  // namespace vt

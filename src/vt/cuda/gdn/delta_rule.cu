@@ -7,12 +7,9 @@
 //
 // Two kernels:
 //   delta_rule_rows_kernel (default; Dv % 4 == 0): a CTA of Dk / 8 warps per (request,
-//     value head, 128 value columns). Lane l owns columns 4l .. 4l + 3 (one float4),
-//     warp w owns state rows 8w .. 8w + 7: a warp's loads are whole 512-byte state rows
-//     (float4 per lane, 8 in flight per thread, the CTA's 64 KB slice contiguous), and
-//     a thread holds 32 state floats (64 registers: 2 CTAs of 512 per SM). The column
-//     sums over rows (m and out) are per-thread partials over its 8 rows, then summed
-//     over the warps through shared memory (a fixed order).
+//     value head, 128 value columns), its [Dk, 128] state slice in registers (lane l
+//     columns 4l .. 4l + 3, warp w rows 8w .. 8w + 7; 2 CTAs of 512 per SM); the token
+//     math is gdn/delta_rows.cuh, shared with the fused decode step (fused_recurrent.cu).
 //   delta_rule_warp_kernel (VTLLM_GDN_DECODE=warp, or Dv % 4 != 0): the first version,
 //     one warp per (request, value head, 32 columns), a [Dk, 32] slice in registers.
 #include <algorithm>
@@ -23,6 +20,7 @@
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gdn.h"
+#include "vt/cuda/gdn/delta_rows.cuh"
 #include "vt/cuda/launch.cuh"
 #include "vt/cuda/stream_state.h"
 
@@ -111,98 +109,43 @@ __global__ void __launch_bounds__(kCols) delta_rule_warp_kernel(DeltaParams p) {
   }
 }
 
-inline constexpr int kRowsPerWarp = 8;            // state rows per warp (rows kernel)
-inline constexpr int kColsPerCta = 4 * kWarp;     // value columns per CTA (rows kernel)
+using gdn_rows::kColsPerCta;
+using gdn_rows::kRowsPerWarp;
 
-// One CTA per (request, value head, kColsPerCta columns); DK / kRowsPerWarp warps.
+// One CTA per (request, value head, kColsPerCta columns); DK / kRowsPerWarp warps; the
+// token math is gdn_rows::token_step (gdn/delta_rows.cuh).
 template <int DK>
 __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsPerWarp * kWarp))
     delta_rule_rows_kernel(DeltaParams p) {
   pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
   pdl_trigger();
-  constexpr int kWarps = DK / kRowsPerWarp, kThreads = kWarps * kWarp;
-  __shared__ float k_s[DK], q_s[DK];
-  __shared__ float4 v_s[kWarp];
-  __shared__ float4 part_m[kWarps][kWarp], part_o[kWarps][kWarp];  // column partials
+  constexpr int kThreads = DK / kRowsPerWarp * kWarp;
+  __shared__ gdn_rows::Smem<DK> sm;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int col = blockIdx.x * kColsPerCta + 4 * lane, h = blockIdx.y, b = blockIdx.z;
   const bool active = col < p.dv;  // dv % 4 == 0: all four columns or none
   const int hk = h / p.ratio, row0 = warp * kRowsPerWarp;
-  float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * p.dk) * p.dv + col;
+  float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * p.dk) * p.dv;
   float4 S[kRowsPerWarp];
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i)
-    S[i] = active && row0 + i < p.dk
-               ? *reinterpret_cast<const float4*>(S_g + int64_t(row0 + i) * p.dv)
-               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  gdn_rows::load_tile(S, S_g, p.dk, p.dv, row0, col, active);
   const int64_t t_end = p.start[b + 1];
   for (int64_t t = p.start[b]; t < t_end; ++t) {
     for (int i = threadIdx.x; i < DK; i += kThreads) {  // zero k rows keep padded S rows zero
-      k_s[i] = i < p.dk ? load_f32(p.k, p.k_dtype, t * p.k_t + int64_t(hk) * p.k_h + i) : 0.0f;
-      q_s[i] = i < p.dk ? load_f32(p.q, p.q_dtype, t * p.q_t + int64_t(hk) * p.q_h + i) * p.scale
-                        : 0.0f;
+      sm.k[i] = i < p.dk ? load_f32(p.k, p.k_dtype, t * p.k_t + int64_t(hk) * p.k_h + i) : 0.0f;
+      sm.q[i] =
+          i < p.dk ? load_f32(p.q, p.q_dtype, t * p.q_t + int64_t(hk) * p.q_h + i) * p.scale : 0.0f;
     }
     if (warp == 0) {
       const int64_t v0 = t * p.v_t + int64_t(h) * p.v_h + col;
-      v_s[lane] = active ? make_float4(load_f32(p.v, p.v_dtype, v0), load_f32(p.v, p.v_dtype, v0 + 1),
-                                       load_f32(p.v, p.v_dtype, v0 + 2),
-                                       load_f32(p.v, p.v_dtype, v0 + 3))
-                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      sm.v[lane] =
+          active ? make_float4(load_f32(p.v, p.v_dtype, v0), load_f32(p.v, p.v_dtype, v0 + 1),
+                               load_f32(p.v, p.v_dtype, v0 + 2), load_f32(p.v, p.v_dtype, v0 + 3))
+                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     const float decay = expf(p.g[t * p.hv + h]), bt = p.beta[t * p.hv + h];
-    __syncthreads();  // k_s, q_s, v_s written (and last token's part_o read)
-    float4 m = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) {
-      const float kv = k_s[row0 + i];
-      S[i].x *= decay;
-      S[i].y *= decay;
-      S[i].z *= decay;
-      S[i].w *= decay;
-      m.x += S[i].x * kv;
-      m.y += S[i].y * kv;
-      m.z += S[i].z * kv;
-      m.w += S[i].w * kv;
-    }
-    part_m[warp][lane] = m;
-    __syncthreads();
-    float4 msum = part_m[0][lane];
-#pragma unroll
-    for (int w = 1; w < kWarps; ++w) {
-      const float4 x = part_m[w][lane];
-      msum.x += x.x;
-      msum.y += x.y;
-      msum.z += x.z;
-      msum.w += x.w;
-    }
-    const float4 vv = v_s[lane];
-    const float4 u = make_float4(bt * (vv.x - msum.x), bt * (vv.y - msum.y), bt * (vv.z - msum.z),
-                                 bt * (vv.w - msum.w));
-    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) {
-      const float kv = k_s[row0 + i], qv = q_s[row0 + i];
-      S[i].x += kv * u.x;
-      S[i].y += kv * u.y;
-      S[i].z += kv * u.z;
-      S[i].w += kv * u.w;
-      o.x += S[i].x * qv;
-      o.y += S[i].y * qv;
-      o.z += S[i].z * qv;
-      o.w += S[i].w * qv;
-    }
-    part_o[warp][lane] = o;
-    __syncthreads();  // part_o complete; every thread is past its reads of k_s, q_s, part_m
+    __syncthreads();  // k, q, v staged (and the last token's part_o read)
+    const float4 osum = gdn_rows::token_step<DK>(S, sm, decay, bt, warp, lane);
     if (warp == 0 && active) {
-      float4 osum = part_o[0][lane];
-#pragma unroll
-      for (int w = 1; w < kWarps; ++w) {
-        const float4 x = part_o[w][lane];
-        osum.x += x.x;
-        osum.y += x.y;
-        osum.z += x.z;
-        osum.w += x.w;
-      }
       const int64_t o0 = (t * p.hv + h) * p.dv + col;
       store_f32(p.out, p.out_dtype, o0, osum.x);
       store_f32(p.out, p.out_dtype, o0 + 1, osum.y);
@@ -210,11 +153,7 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
       store_f32(p.out, p.out_dtype, o0 + 3, osum.w);
     }
   }
-  if (active) {
-#pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i)
-      if (row0 + i < p.dk) *reinterpret_cast<float4*>(S_g + int64_t(row0 + i) * p.dv) = S[i];
-  }
+  gdn_rows::store_tile(S, S_g, p.dk, p.dv, row0, col, active);
 }
 
 // VTLLM_GDN_DECODE=warp selects delta_rule_warp_kernel (the comparison in
