@@ -640,6 +640,13 @@ void bench_attention_preamble() {
     row("kv_cache_write T=" + std::to_string(T) + " 4 kv heads of 256 (device slots)",
         timed([&] { vt::kv_cache_write(*g_gpu, ko, v, slots, kc, vc); }),
         double(T * hkv * d) * 2 * 2 * 2, 0);
+    // The two in one kernel, as the attention layer runs them (VT_FUSE_ATTN_PREAMBLE=1):
+    // compare with the sum of the two rows above.
+    row("attn preamble + cache write folded T=" + std::to_string(T), timed([&] {
+          vt::attn_qk_norm_rope_gate(*g_gpu, qg, k, qw, kw, 1e-6f, vt::RmsNormKind::kOnePlus, cs, q,
+                                     ko, gate, {v, slots, kc, vc});
+        }),
+        preamble_bytes + double(T * hkv * d) * 2 * 3, 0);
   }
 }
 
