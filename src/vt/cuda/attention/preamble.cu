@@ -61,9 +61,10 @@ struct PreambleParams {
 // gate half, the norm weight, the cos/sin slots) is issued before the first store, as
 // a store could alias a later load for all the compiler knows (the op forbids
 // overlap). buf: the warp's d floats of shared memory, where the rotate-half partner
-// (dim i +- R/2, another lane's) is read. The sums and products are those of the
-// oracle's order (ss over dims l, l + 32, ... per lane, then the warp), so the output
-// is what the one-dim-at-a-time loop gave, bit for bit.
+// (dim i +- R/2, another lane's) is read. The operations and their order are those of
+// the one-dim-at-a-time loop this replaced (ss over dims l, l + 32, ... per lane, then
+// the warp; the same products and roundings), so the outputs should match it bit for
+// bit; the tests hold it to the CPU op's tolerance.
 template <int kPerLane>
 __global__ void __launch_bounds__(kPreambleWarps* kWarp) preamble_kernel(PreambleParams p) {
   extern __shared__ float smem[];
