@@ -229,7 +229,8 @@ int64_t planted_argmax(int64_t r, int64_t vocab) {
 
 // Rows 1, 3 and 64 (many segments per row), 600 (one segment: the block writes the id),
 // at Qwen's vocabulary, 8192 and 4097 (few segments, a partial last one), 1000 and 7
-// (one segment, mostly idle threads); f32 and bf16 logits, i32 and i64 ids.
+// (one segment, mostly idle threads); 16-byte loads (vocab % 8 == 0) and scalar ones
+// (4097, 7); f32 and bf16 logits, i32 and i64 ids.
 TEST(CudaArgmax, MatchesCpuForEveryRowSplit) {
   VT_REQUIRE_GPU();
   Streams s;

@@ -1,5 +1,5 @@
-// Register-held rows for the latency-bound row kernels (norms, embedding; CUDA sources
-// only). A decode step runs these kernels on one to a few rows, where time is memory
+// Register-held rows for the latency-bound row kernels (norms, embedding, argmax; CUDA
+// sources only). A decode step runs these kernels on one to a few rows, where time is memory
 // round trips, not bandwidth: a thread that loops "load, store, load, store" pays one
 // full latency per element. Here a group of n threads (a block or a warp) holds a span
 // of kChunks * kVec * n elements of a row in registers, every load of the span issued
@@ -105,6 +105,13 @@ __device__ __forceinline__ void store_vec(char* row, DType dt, int64_t i, const 
 
 }  // namespace chunk_detail
 
+// The element that thread t's slot (c, j) holds in the span at `base` (the layouts above).
+template <int kVec>
+__device__ __forceinline__ int64_t span_element(bool vec, int64_t base, int c, int j, int t,
+                                                int n) {
+  return base + (vec ? (int64_t(c) * n + t) * kVec + j : (int64_t(c) * kVec + j) * n + t);
+}
+
 // Loads thread t's elements of the span at `base` (see the layouts above) into v.
 template <int kVec, int kChunks>
 __device__ __forceinline__ void load_span(const void* row, DType dt, bool vec, int64_t base,
@@ -113,7 +120,7 @@ __device__ __forceinline__ void load_span(const void* row, DType dt, bool vec, i
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     if (vec) {
-      const int64_t i = base + (int64_t(c) * n + t) * kVec;
+      const int64_t i = span_element<kVec>(true, base, c, 0, t, n);
       if (i < cols) {
         chunk_detail::load_vec<kVec>(r, dt, i, v[c]);
       } else {
@@ -123,7 +130,7 @@ __device__ __forceinline__ void load_span(const void* row, DType dt, bool vec, i
     } else {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        const int64_t i = base + (int64_t(c) * kVec + j) * n + t;
+        const int64_t i = span_element<kVec>(false, base, c, j, t, n);
         v[c][j] = i < cols ? load_f32(r, dt, i) : 0.0f;
       }
     }
@@ -139,12 +146,12 @@ __device__ __forceinline__ void store_span(void* row, DType dt, bool vec, int64_
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     if (vec) {
-      const int64_t i = base + (int64_t(c) * n + t) * kVec;
+      const int64_t i = span_element<kVec>(true, base, c, 0, t, n);
       if (i < cols) chunk_detail::store_vec<kVec>(r, dt, i, v[c]);
     } else {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        const int64_t i = base + (int64_t(c) * kVec + j) * n + t;
+        const int64_t i = span_element<kVec>(false, base, c, j, t, n);
         if (i < cols) store_f32(r, dt, i, v[c][j]);
       }
     }

@@ -3,7 +3,8 @@
 //     row in registers (vt/cuda/row_chunks.cuh: every load before any store, 16-byte
 //     accesses when aligned), exact or one rounding, as the CPU op.
 //   argmax: each row is cut into `splits` contiguous segments, one block each, chosen so
-//     that few rows still fill the GPU; a thread keeps kArgmaxBatch loads in flight. A
+//     that few rows still fill the GPU; a thread has 32 elements in flight (16-byte loads
+//     when the rows allow, row_chunks.cuh's layouts). A
 //     block's winner goes to scratch, and a second kernel (one warp per row) picks the
 //     row's winner from the segments' (with one segment the block writes the id itself).
 //     Every comparison is torch.argmax's total order (NaN largest, ties to the lowest
@@ -25,7 +26,8 @@ namespace {
 constexpr int kEmbedVec = 8;  // elements per chunk: 16 bytes of bf16/f16
 constexpr int kEmbedMaxThreads = 1024;
 constexpr int kArgmaxThreads = 256;
-constexpr int kArgmaxBatch = 8;              // loads in flight per thread
+constexpr int kArgmaxVec = 8;                // a chunk: one 16-byte load of bf16/f16, two of f32
+constexpr int kArgmaxChunks = 4;             // chunks in flight per thread
 constexpr int64_t kArgmaxMinSegment = 2048;  // a segment smaller than this is not worth a block
 constexpr int kFinishWarps = 8;
 
@@ -81,7 +83,7 @@ __device__ __forceinline__ void store_id(void* out, DType odt, int64_t at, int64
 // With one segment (gridDim.x == 1) it writes the row's id to out; else its winner to
 // part_v / part_i[row * gridDim.x + s] for argmax_finish_kernel.
 __global__ void __launch_bounds__(kArgmaxThreads)
-    argmax_kernel(RowsRef logits, int64_t vocab, int64_t segment, void* out, DType odt,
+    argmax_kernel(RowsRef logits, int64_t vocab, int64_t segment, bool vec, void* out, DType odt,
                   int64_t out_stride, int64_t rows, float* part_v, int64_t* part_i) {
   pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
   pdl_trigger();
@@ -93,18 +95,20 @@ __global__ void __launch_bounds__(kArgmaxThreads)
     const void* row = logits.row(r);
     float bv = -INFINITY;
     int64_t bi = vocab;  // loses to every real index
-    for (int64_t at = begin + threadIdx.x; at < end; at += int64_t(kArgmaxThreads) * kArgmaxBatch) {
-      float v[kArgmaxBatch];
+    const int64_t span = int64_t(kArgmaxChunks) * kArgmaxVec * kArgmaxThreads;
+    for (int64_t base = begin; base < end; base += span) {
+      float v[kArgmaxChunks][kArgmaxVec];  // every load of the span before a compare
+      load_span(row, logits.dtype, vec, base, end, int(threadIdx.x), kArgmaxThreads, v);
+      // A thread sees its elements in increasing index order, so a later one wins only
+      // when it is a NaN or strictly greater, and never after a NaN: one compare each.
 #pragma unroll
-      for (int k = 0; k < kArgmaxBatch; ++k) {  // every load of the batch before a compare
-        const int64_t i = at + int64_t(k) * kArgmaxThreads;
-        v[k] = i < end ? load_f32(row, logits.dtype, i) : 0.0f;
-      }
+      for (int c = 0; c < kArgmaxChunks; ++c)
 #pragma unroll
-      for (int k = 0; k < kArgmaxBatch; ++k) {
-        const int64_t i = at + int64_t(k) * kArgmaxThreads;
-        if (i < end && beats(v[k], i, bv, bi)) bv = v[k], bi = i;
-      }
+        for (int j = 0; j < kArgmaxVec; ++j) {
+          const int64_t i =
+              span_element<kArgmaxVec>(vec, base, c, j, int(threadIdx.x), kArgmaxThreads);
+          if (i < end && !isnan(bv) && !(v[c][j] <= bv)) bv = v[c][j], bi = i;
+        }
     }
     warp_best(bv, bi);
     if (threadIdx.x % kWarp == 0)
@@ -114,6 +118,9 @@ __global__ void __launch_bounds__(kArgmaxThreads)
       bv = threadIdx.x < kArgmaxThreads / kWarp ? warp_v[threadIdx.x] : -INFINITY;
       bi = threadIdx.x < kArgmaxThreads / kWarp ? warp_i[threadIdx.x] : vocab;
       warp_best(bv, bi);
+      // No element taken: the segment is all -inf (a NaN or a number would have won), and
+      // its first index is the winner.
+      if (bi == vocab && begin < end) bi = begin;
       if (threadIdx.x == 0) {
         if (gridDim.x == 1) {
           store_id(out, odt, r * out_stride, bi);
@@ -186,7 +193,11 @@ void argmax(Stream& s, const Rows& logits, const Tensor& out) {
   const int64_t max_splits = std::max<int64_t>(1, vocab / kArgmaxMinSegment);
   const int64_t splits =
       std::clamp<int64_t>((want_blocks + rows - 1) / rows, 1, std::min<int64_t>(max_splits, 65535));
-  const int64_t segment = (vocab + splits - 1) / splits;
+  // Segments start on whole chunks, so 16-byte loads stay aligned.
+  const int64_t segment =
+      ((vocab + splits - 1) / splits + kArgmaxVec - 1) / kArgmaxVec * kArgmaxVec;
+  const RowsRef lr = rows_ref(logits);
+  const bool vec = rows_vec_ok(lr, vocab, kArgmaxVec);
   const unsigned row_blocks = unsigned(std::min<int64_t>(rows, 65535));
   float* part_v = nullptr;
   int64_t* part_i = nullptr;
@@ -196,8 +207,8 @@ void argmax(Stream& s, const Rows& logits, const Tensor& out) {
     part_v = reinterpret_cast<float*>(work + size_t(rows * splits) * 8);
   }
   launch_kernel(st, "argmax_kernel", argmax_kernel, dim3(unsigned(splits), row_blocks),
-                dim3(kArgmaxThreads), 0, rows_ref(logits), vocab, segment, out.data_ptr(),
-                out.dtype(), out.stride(0), rows, part_v, part_i);
+                dim3(kArgmaxThreads), 0, lr, vocab, segment, vec, out.data_ptr(), out.dtype(),
+                out.stride(0), rows, part_v, part_i);
   if (splits == 1) return;
   launch_kernel(st, "argmax_finish_kernel", argmax_finish_kernel,
                 dim3(unsigned((rows + kFinishWarps - 1) / kFinishWarps)),
