@@ -6,7 +6,8 @@
 // (gdn/delta_rows.cuh: the [Dk, Dv] state slice in registers, the token math shared with
 // delta_rule_rows_kernel). Per token of the request:
 //   warp 0 l2-normalises the q head row and scales it, warp 1 the k row, warp 2 stages
-//   v and its lane 0 computes the gates (gdn/gates.cuh, gates_kernel's code);
+//   v and its lane 0 computes the gates (gdn/gates.cuh, gates_kernel's code), warp 3
+//   stages silu(z) for the norm (so no load waits after the step);
 //   the CTA runs the token (gdn_rows::token_step);
 //   warp 0 rounds the head's out to out's dtype and applies the gated RMSNorm.
 // The l2 and gated norms repeat row_norm_kernel's arithmetic (cuda/norm/l2_gated.cu:
@@ -96,6 +97,10 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
   __shared__ gdn_rows::Smem<DK> sm;
   __shared__ float o_s[kColsPerCta];  // the token's out, rounded to out's dtype
   __shared__ float gate_s[2];         // the token's decay exp(g) and beta
+  __shared__ float w_s[kColsPerCta];  // the norm weight
+  // silu(z) of the token, by token parity: warp 3 stages token t + 1 while warp 0 may
+  // still read token t's (it cannot get two tokens ahead: the barriers between).
+  __shared__ float silu_z_s[2][kColsPerCta];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int col = 4 * lane, h = blockIdx.x, b = blockIdx.y;
   const bool active = col < p.dv;  // dv % 4 == 0: all four columns or none
@@ -103,6 +108,8 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
   float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * p.dk) * p.dv;
   float4 S[kRowsPerWarp];
   gdn_rows::load_tile(S, S_g, p.dk, p.dv, row0, col, active);
+  if (warp == 3)
+    for (int i = lane; i < p.dv; i += kWarp) w_s[i] = load_f32(p.norm_w, p.norm_w_dtype, i);
   const int64_t t_end = p.start[b + 1];
   for (int64_t t = p.start[b]; t < t_end; ++t) {
     if (warp == 0) {
@@ -123,8 +130,13 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
                                              load_f32(p.dt_bias, p.dt_bias_dtype, h)));
         gate_s[1] = gdn_gate::beta(load_f32(p.b.row(t), p.b.dtype, h), p.beta_round);
       }
+    } else if (warp == 3) {
+      // The norm's gate now, off the path after the token's step.
+      const int64_t z0 = p.z.at(t, h);
+      for (int i = lane; i < p.dv; i += kWarp)
+        silu_z_s[t & 1][i] = siluf(load_f32(p.z.data, p.z.dtype, z0 + i));
     }
-    __syncthreads();  // q, k, v, gates staged (and the last token's part_o read)
+    __syncthreads();  // q, k, v, gates, silu(z) staged (and the last token's part_o read)
     const float4 o = gdn_rows::token_step<DK>(S, sm, gate_s[0], gate_s[1], warp, lane);
     if (warp == 0) {
       // gated_rms_norm of the head (row_norm_kernel<true>'s order) on out rounded to its
@@ -140,15 +152,14 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
       for (int i = lane; i < p.dv; i += kWarp) ss += o_s[i] * o_s[i];
       ss = warp_sum(ss);
       const float inv = rsqrtf(ss / float(p.dv) + p.eps);
-      const int64_t z0 = p.z.at(t, h), y0 = (t * p.hv + h) * p.dv;
+      const int64_t y0 = (t * p.hv + h) * p.dv;
+      const float* silu_z = silu_z_s[t & 1];
       for (int i = lane; i < p.dv; i += kWarp) {
         float v = o_s[i] * inv;
-        const float zi = load_f32(p.z.data, p.z.dtype, z0 + i);
-        const float w = load_f32(p.norm_w, p.norm_w_dtype, i);
         if (p.out_dtype != DType::kF32)
-          v = round_to(round_to(v, p.out_dtype) * w, p.out_dtype) * siluf(zi);
+          v = round_to(round_to(v, p.out_dtype) * w_s[i], p.out_dtype) * silu_z[i];
         else
-          v = v * w * siluf(zi);
+          v = v * w_s[i] * silu_z[i];
         store_f32(p.out, p.out_dtype, y0 + i, v);
       }
     }
