@@ -70,23 +70,27 @@ struct FusedParams {
   int hv, ratio, dk, dv;
 };
 
-// dst[i] = x[i] / sqrt(sum x^2 + eps) * mul for i < n, 0 for n <= i < DK: one warp,
-// row_norm_kernel<false>'s order (cuda/norm/l2_gated.cu) and the recurrence's q scaling
-// after it (a separate f32 product, as the unfused path stores then scales).
+// dst[i] = x[i] / sqrt(sum x^2 + eps) * mul for i < n, 0 for n <= i < DK: one warp, the
+// row in registers (lane l: l, l + 32, ...), row_norm_kernel<false>'s order
+// (cuda/norm/l2_gated.cu) and the recurrence's q scaling after it (a separate f32
+// product, as the unfused path stores then scales).
 template <int DK>
 __device__ __forceinline__ void l2_row(const HeadsRef& x, int64_t off, int n, float mul, float* dst,
                                        int lane) {
-  float ss = 0.0f;
-  for (int i = lane; i < n; i += kWarp) {
-    const float v = load_f32(x.data, x.dtype, off + i);
-    ss += v * v;
+  constexpr int kPerLane = DK / kWarp;
+  float xv[kPerLane];
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int i = lane + j * kWarp;
+    xv[j] = i < n ? load_f32(x.data, x.dtype, off + i) : 0.0f;
   }
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) ss += xv[j] * xv[j];  // + 0 past n: the same sum
   ss = warp_sum(ss);
   const float inv = rsqrtf(ss + kGdnL2NormEps);
-  for (int i = lane; i < DK; i += kWarp) {
-    const float y = i < n ? load_f32(x.data, x.dtype, off + i) * inv : 0.0f;
-    dst[i] = y * mul;
-  }
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) dst[lane + j * kWarp] = xv[j] * inv * mul;
 }
 
 template <int DK>
