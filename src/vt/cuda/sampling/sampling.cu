@@ -4,9 +4,9 @@
 //     accesses when aligned), exact or one rounding, as the CPU op.
 //   argmax: each row is cut into `splits` contiguous segments, one block each, chosen so
 //     that few rows still fill the GPU; a thread has 32 elements in flight (16-byte loads
-//     when the rows allow, row_chunks.cuh's layouts). A
-//     block's winner goes to scratch, and a second kernel (one warp per row) picks the
-//     row's winner from the segments' (with one segment the block writes the id itself).
+//     when the rows allow, row_chunks.cuh's layouts). A block's winner goes to scratch,
+//     and a second kernel (one warp per row) picks the row's winner from the segments'
+//     (with one segment the block writes the id itself).
 //     Every comparison is torch.argmax's total order (NaN largest, ties to the lowest
 //     index), so the result does not depend on the split or the scan order.
 #include <algorithm>
