@@ -3,7 +3,8 @@
 // argmax(s, logits, out): out[t] = the index of the largest logits[t, :].
 //   logits [T, V] in {f32, bf16, f16}, last dim stride 1; out [T] in {i32, i64}.
 //   Ties go to the lowest index and NaN counts as the largest value (as torch.argmax).
-// Backends: CPU and CUDA (one block per row).
+// Backends: CPU and CUDA (each row split over blocks, then one warp per row picks the
+// winner).
 //
 // sample(s, logits, batch) -> SampleOutput: one token per logits row with vLLM V1's
 //   per-row pipeline (the engine's Sampler, engine/sampler.h, is the reference):
