@@ -11,8 +11,13 @@
 //   - The decode layer's conv and fused op captured in a CUDA graph (device indices):
 //     two kernels, and every replay gives the bytes of an eager run, PDL off and on.
 //   - The conv with device indices in both its forms (no more tokens than requests: one
-//     kernel walking each request; more: a kernel finding each token's request by binary
-//     search, then the state roll), empty requests included, against the CPU.
+//     kernel walking each request; more: the streaming kernel, then the state roll),
+//     empty requests included, against the CPU.
+//   - The streaming conv (T > B) at prefill shapes: 4096 tokens of one request, runs
+//     crossing request boundaries, odd channel counts, x a column slice at unaligned
+//     offsets and strides, K 2..4, bf16 and f32: out within the CPU tolerance (the GPU
+//     sums taps with fma and its expf differs), state exact, and out and state byte-equal
+//     to the request-walking kernel (the same expression) and host to device indices.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -341,6 +346,80 @@ TEST(CudaGdnDecode, ConvWithoutRequestMapMatchesCpu) {
   conv_case(s, {3, 0, 1, 130, 0}, 6300);  // T > B: binary search past empty requests
   conv_case(s, {0, 2, 0}, 6400);          // T < B, the first request empty
   conv_case(s, std::vector<int32_t>(64, 1), 6500);
+}
+
+// The streaming form (T > B) against the CPU, and byte for byte against the request-
+// walking form: the same requests padded with empty ones (their own zeroed slots, never
+// touched) until B >= T, which takes conv_request_kernel. x is columns [col0, col0 + C) of
+// a [T, width] projection: col0 and width pick the vector or the scalar loads.
+void stream_conv_case(Streams& s, const std::vector<int32_t>& lens, int64_t C, int64_t K, DType dt,
+                      int64_t col0, int64_t width, uint64_t seed) {
+  const int64_t B = int64_t(lens.size()), H = K - 1, spare = 3;
+  const std::vector<int32_t> qsl = starts_of(lens), slot = shuffled_slots(B, spare, unsigned(seed));
+  const int64_t T = qsl.back();
+  const Tensor xw = randn({T, width}, dt, 1.0, seed), x = xw.slice(1, col0, col0 + C);
+  const Tensor w = randn({C, K}, dt, 0.5, seed + 1);
+  Tensor st = randn({B + spare, H, C}, DType::kF32, 1.0, seed + 2);
+  Tensor st_host = s.up(st), st_dev = s.up(st);
+  const Tensor xw_g = s.up(xw), x_g = xw_g.slice(1, col0, col0 + C), w_g = s.up(w);
+  Tensor out = Tensor::empty({T, C}, dt);
+  Tensor out_host = poisoned_gpu(s, {T, C}, dt), out_dev = poisoned_gpu(s, {T, C}, dt);
+  causal_conv1d_silu(s.cpu, x, w, i32(qsl), st, i32(slot), out);
+  causal_conv1d_silu(s.gpu, x_g, w_g, i32(qsl), st_host, i32(slot), out_host);
+  causal_conv1d_silu(s.gpu, x_g, w_g, s.up(i32(qsl)), st_dev, s.up(i32(slot)), out_dev);
+
+  // The request-walking form: B + T requests (the last T empty, T >= the tokens), slots
+  // B + spare .. of a larger state whose first B + spare slots are st's.
+  std::vector<int32_t> lens_rw = lens, slot_rw = slot;
+  for (int64_t i = 0; i < T; ++i) {
+    lens_rw.push_back(0);
+    slot_rw.push_back(int32_t(B + spare + i));
+  }
+  Tensor st_rw = Tensor::empty({B + spare + T, H, C}, DType::kF32, s.gpu.device());
+  zero(s.gpu, st_rw);
+  Tensor st_rw_head = st_rw.slice(0, 0, B + spare);
+  copy(s.gpu, s.up(st), st_rw_head);
+  Tensor out_rw = poisoned_gpu(s, {T, C}, dt);
+  causal_conv1d_silu(s.gpu, x_g, w_g, s.up(i32(starts_of(lens_rw))), st_rw, s.up(i32(slot_rw)),
+                     out_rw);
+
+  std::string what = "stream conv C " + std::to_string(C) + " K " + std::to_string(K) + " " +
+                     dtype_name(dt) + " x cols [" + std::to_string(col0) + ", +C) of " +
+                     std::to_string(width) + ", lens";
+  for (int32_t n : lens) what += " " + std::to_string(n);
+  // bf16: conv then SiLU both rounded (kBf16ChainRel); f32: fma against the CPU's
+  // multiply-add and two expf implementations, a few f32 ulps.
+  expect_close(s, out, out_dev, dt == DType::kF32 ? 1e-5 : kBf16ChainRel, 1e-6,
+               what + ": out vs CPU");
+  expect_close(s, st, st_dev, 0, 0, what + ": state vs CPU (raw inputs, exact)");
+  expect_close(s, s.down(out_host), out_dev, 0, 0, what + ": out, device vs host indices");
+  expect_close(s, s.down(st_host), st_dev, 0, 0, what + ": state, device vs host indices");
+  expect_close(s, s.down(out_rw), out_dev, 0, 0, what + ": out, streaming vs request-walking");
+  expect_close(s, s.down(st_rw_head), st_dev, 0, 0,
+               what + ": state, streaming + roll vs request-walking");
+}
+
+TEST(CudaGdnDecode, StreamingConvMatchesCpuAndRequestWalkingForm) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const DType bf16 = DType::kBF16, f32 = DType::kF32;
+  // The 9B layer's prefill: one request of 4096 tokens, x the mixed columns of the fused
+  // projection (conv_dim 8192 of 8192 + 4096 + 2 x 32; aligned: the vector loads).
+  stream_conv_case(s, {4096}, 8192, 4, bf16, 0, 12352, 7000);
+  stream_conv_case(s, {4096}, 1027, 2, f32, 0, 1031, 7010);   // odd C, odd stride: scalar
+  stream_conv_case(s, {4096}, 1024, 3, bf16, 1, 1100, 7020);  // unaligned slice: scalar
+  // Runs cross request boundaries (runs are 8 .. 64 tokens); empty requests between.
+  const std::vector<int32_t> mixed{1, 3, 17, 63, 64, 65, 200}, rev{200, 65, 64, 63, 17, 3, 1};
+  const std::vector<int32_t> gaps{0, 5, 0, 64, 1, 0, 130, 9};
+  uint64_t seed = 7100;
+  for (int64_t K : {2, 3, 4})
+    for (DType dt : {bf16, f32}) {
+      stream_conv_case(s, mixed, 1027, K, dt, 0, 1032, seed += 10);     // odd C: a partial group
+      stream_conv_case(s, rev, 2048, K, dt, 0, 2048 + 64, seed += 10);  // vector loads
+      stream_conv_case(s, gaps, 2048, K, dt, 3, 2048 + 8, seed += 10);  // unaligned slice
+    }
+  // The 27B width (key 2048 x 2 + value 6144) over many short requests.
+  stream_conv_case(s, std::vector<int32_t>(40, 7), 10240, 4, bf16, 0, 10240 + 6144 + 96, 7900);
 }
 
 }  // namespace

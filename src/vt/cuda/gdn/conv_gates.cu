@@ -28,7 +28,8 @@ constexpr int kMaxKernel = 8;
 // a 16-bit row, 16 bytes of an f32 one) over a run of consecutive tokens, and loads
 // kStage rows of x before computing any of their outputs (the loads in flight that a
 // memory-bound kernel needs). Four lanes, not eight: the weights, the window and the
-// stage are per lane in registers, and ~80 registers a thread keep 24 warps a SM.
+// stage live per lane in registers (~128 a thread at K = 4 by ptxas -v: 4 blocks, 16
+// warps a SM, each thread with 8 rows in flight).
 constexpr int kStreamThreads = 128;
 constexpr int kLanes = 4;
 constexpr int kStage = 8;
@@ -181,17 +182,18 @@ __global__ void __launch_bounds__(kStreamThreads)
 #pragma unroll
     for (int j = 0; j < K; ++j) wt[l][j] = l < n ? load_f32(w, wdt, (c0 + l) * K + j) : 0.0f;
   // A slot's H rows into win[0 .. H-1].
-  const auto load_slot = [&](int b, float (&win)[K][kLanes]) {
+  const auto load_slot = [&](int b, float(&win)[K][kLanes]) {
     const float* st = state + int64_t(slot[b]) * H * C + c0;
 #pragma unroll
-    for (int i = 0; i < H; ++i) load_lanes(st + int64_t(i) * C, DType::kF32, 0, n, state_vec && full, win[i]);
+    for (int i = 0; i < H; ++i)
+      load_lanes(st + int64_t(i) * C, DType::kF32, 0, n, state_vec && full, win[i]);
   };
   const int64_t runs = (tokens + run - 1) / run;
   for (int64_t r = blockIdx.y; r < runs; r += gridDim.y) {
     const int64_t r0 = r * run, r1 = r0 + run < tokens ? r0 + run : tokens;
     int b = request_of(start, batch, r0);
     int64_t next = start[b + 1];  // the first token past request b
-    float win[K][kLanes];  // win[0 .. H-1]: the rows before the current token, oldest first
+    float win[K][kLanes];         // win[0 .. H-1]: the rows before the current token, oldest first
     {
       const int64_t t0 = start[b];
       const float* st = state + int64_t(slot[b]) * H * C + c0;
@@ -310,7 +312,11 @@ __global__ void __launch_bounds__(kThreads)
   beta[i] = gdn_gate::beta(load_f32(bb.row(t), bb.dtype, h), beta_round);
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// Whether rows of `row` elements of `size` bytes from p can be read kLanes at a time at
+// multiples of kLanes channels (conv_stream_kernel's vec flags).
+bool lanes_aligned(const void* p, int64_t row, int64_t size) {
+  return reinterpret_cast<uintptr_t>(p) % uintptr_t(kLanes * size) == 0 && row % kLanes == 0;
+}
 
 // conv_stream_kernel<K> for the run-time K (1 .. kMaxKernel).
 template <int K = 1, class... Args>
@@ -359,10 +365,9 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varle
   int run = kMaxRun;
   while (run > kStage && sblocks * kStreamThreads * ((T + run - 1) / run) < want) run /= 2;
   const int64_t runs = (T + run - 1) / run;
-  const int64_t xsize = int64_t(x.itemsize()), osize = int64_t(out.itemsize());
-  const bool x_vec = aligned16(x.data_ptr()) && x.stride(0) * xsize % 16 == 0;
-  const bool out_vec = aligned16(out.data_ptr()) && C * osize % 16 == 0;
-  const bool state_vec = aligned16(conv_state.data_ptr()) && C % 4 == 0;
+  const bool x_vec = lanes_aligned(x.data_ptr(), x.stride(0), int64_t(x.itemsize()));
+  const bool out_vec = lanes_aligned(out.data_ptr(), C, int64_t(out.itemsize()));
+  const bool state_vec = lanes_aligned(conv_state.data_ptr(), C, 4);
   launch_stream(st, int(K), dim3(unsigned(sblocks), unsigned(std::min<int64_t>(runs, 65535))),
                 x.data_ptr(), x.dtype(), x.stride(0), x_vec, w.data_ptr(), w.dtype(),
                 static_cast<const float*>(conv_state.data<float>()), state_vec, d_start, d_slot,
