@@ -364,6 +364,7 @@ void stream_conv_case(Streams& s, const std::vector<int32_t>& lens, int64_t C, i
   const Tensor xw_g = s.up(xw), x_g = xw_g.slice(1, col0, col0 + C), w_g = s.up(w);
   Tensor out = Tensor::empty({T, C}, dt);
   Tensor out_host = poisoned_gpu(s, {T, C}, dt), out_dev = poisoned_gpu(s, {T, C}, dt);
+  const Tensor st_before = s.up(st);  // the CPU op rolls st in place
   causal_conv1d_silu(s.cpu, x, w, i32(qsl), st, i32(slot), out);
   causal_conv1d_silu(s.gpu, x_g, w_g, i32(qsl), st_host, i32(slot), out_host);
   causal_conv1d_silu(s.gpu, x_g, w_g, s.up(i32(qsl)), st_dev, s.up(i32(slot)), out_dev);
@@ -378,7 +379,7 @@ void stream_conv_case(Streams& s, const std::vector<int32_t>& lens, int64_t C, i
   Tensor st_rw = Tensor::empty({B + spare + T, H, C}, DType::kF32, s.gpu.device());
   zero(s.gpu, st_rw);
   Tensor st_rw_head = st_rw.slice(0, 0, B + spare);
-  copy(s.gpu, s.up(st), st_rw_head);
+  copy(s.gpu, st_before, st_rw_head);
   Tensor out_rw = poisoned_gpu(s, {T, C}, dt);
   causal_conv1d_silu(s.gpu, x_g, w_g, s.up(i32(starts_of(lens_rw))), st_rw, s.up(i32(slot_rw)),
                      out_rw);
