@@ -39,7 +39,7 @@
 //     gates, runs the token and applies the gated RMSNorm, each with the unfused CUDA
 //     kernels' arithmetic and rounding points, so its out and state equal those of the
 //     unfused launches bit for bit. Dk <= 128, Dv <= 128 with Dv % 4 == 0 (a head's
-//     columns in one CTA, for the norm).
+//     columns in one CTA, for the norm): gdn_fused_recurrent_supports().
 #pragma once
 
 #include "vt/ops/args.h"
@@ -59,6 +59,7 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
 void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
                               const Tensor& state, const Tensor& out);
+bool gdn_fused_recurrent_supports(int64_t dk, int64_t dv);
 void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                          const Tensor& z, const Rows& a, const Rows& b, const Tensor& A_log,
                          const Tensor& dt_bias, DType beta_round, float scale, const Tensor& norm_w,

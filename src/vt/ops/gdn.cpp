@@ -5,6 +5,7 @@
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
 #include "vt/ops/indices.h"
+#include "vt/ops/norm.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/norm.h"
@@ -187,6 +188,33 @@ void gated_rms_norm(Stream& s, const Tensor& x, const Tensor& z, const Tensor& w
 #endif
 }
 
+namespace {
+
+// gdn_fused_recurrent's definition, op by op in the layer's order (each op dispatches to
+// the stream's backend): the CPU arm, and the CUDA arm for head sizes its kernel does
+// not take.
+void gdn_unfused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const Tensor& z, const Tensor& a, const Tensor& b,
+                           const Tensor& A_log, const Tensor& dt_bias, DType beta_round,
+                           float scale, const Tensor& norm_w, float eps,
+                           const Tensor& query_start_loc, Tensor& state,
+                           const Tensor& state_slots, Tensor& out) {
+  const Device dev = s.device();
+  const int64_t T = q.size(0), hv = v.size(1);
+  Tensor qn = Tensor::empty(q.shape(), DType::kF32, dev);
+  Tensor kn = Tensor::empty(k.shape(), DType::kF32, dev);
+  l2_normalize(s, q, kGdnL2NormEps, qn);
+  l2_normalize(s, k, kGdnL2NormEps, kn);
+  Tensor g = Tensor::empty({T, hv}, DType::kF32, dev);
+  Tensor beta = Tensor::empty({T, hv}, DType::kF32, dev);
+  gdn_gates(s, a, b, A_log, dt_bias, beta_round, g, beta);
+  Tensor o = Tensor::empty(v.shape(), out.dtype(), dev);
+  gated_delta_rule_recurrent(s, qn, kn, v, g, beta, scale, query_start_loc, state, state_slots, o);
+  gated_rms_norm(s, o, z, norm_w, eps, out);
+}
+
+}  // namespace
+
 void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                          const Tensor& z, const Tensor& a, const Tensor& b, const Tensor& A_log,
                          const Tensor& dt_bias, DType beta_round, float scale, const Tensor& norm_w,
@@ -219,21 +247,15 @@ void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tens
   for (const Tensor* in : {&q, &k, &v, &z, &a, &b, &A_log, &dt_bias, &norm_w})
     expect_no_alias(*in, state, op, "an input");
   expect_device(s, op, {&q, &k, &v, &z, &a, &b, &A_log, &dt_bias, &norm_w, &state, &out});
+  if (s.device().is_cpu())
+    return gdn_unfused_recurrent(s, q, k, v, z, a, b, A_log, dt_bias, beta_round, scale, norm_w,
+                                 eps, query_start_loc, state, state_slots, out);
+#if VTLLM_WITH_CUDA
+  if (!cuda::gdn_fused_recurrent_supports(q.size(2), v.size(2)))
+    return gdn_unfused_recurrent(s, q, k, v, z, a, b, A_log, dt_bias, beta_round, scale, norm_w,
+                                 eps, query_start_loc, state, state_slots, out);
   const Rows ar = rows_view(a, op, "a"), br = rows_view(b, op, "b");
   const Varlen req = read_varlen(s, query_start_loc, state_slots, T, state.size(0), op);
-  if (s.device().is_cpu()) {
-    // The unfused ops' CPU arms in the layer's order, through the same intermediates.
-    Tensor qn = Tensor::empty(q.shape(), DType::kF32), kn = Tensor::empty(k.shape(), DType::kF32);
-    cpu::l2_normalize(s, rows_view(q, op, "q"), kGdnL2NormEps, rows_view(qn, op, "qn"));
-    cpu::l2_normalize(s, rows_view(k, op, "k"), kGdnL2NormEps, rows_view(kn, op, "kn"));
-    Tensor g = Tensor::empty({T, hv}, DType::kF32), beta = Tensor::empty({T, hv}, DType::kF32);
-    cpu::gdn_gates(s, ar, br, A_log, dt_bias, beta_round, g, beta);
-    Tensor o = Tensor::empty(v.shape(), out.dtype());
-    cpu::gated_delta_rule_recurrent(s, qn, kn, v, g, beta, scale, req, state, o);
-    return cpu::gated_rms_norm(s, rows_view(o, op, "o"), rows_view(z, op, "z"), norm_w, eps,
-                               rows_view(out, op, "out"));
-  }
-#if VTLLM_WITH_CUDA
   cuda::gdn_fused_recurrent(s, q, k, v, z, ar, br, A_log, dt_bias, beta_round, scale, norm_w, eps,
                             req, state, out);
 #else

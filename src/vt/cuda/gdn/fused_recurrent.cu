@@ -173,6 +173,10 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
 
 }  // namespace
 
+bool gdn_fused_recurrent_supports(int64_t dk, int64_t dv) {
+  return dk >= 1 && dk <= 128 && dv >= 1 && dv <= kColsPerCta && dv % 4 == 0;
+}
+
 void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                          const Tensor& z, const Rows& a, const Rows& b, const Tensor& A_log,
                          const Tensor& dt_bias, DType beta_round, float scale, const Tensor& norm_w,
@@ -180,10 +184,9 @@ void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tens
   const char* op = "gdn_fused_recurrent (CUDA)";
   const int64_t B = req.batch(), hv = v.size(1), dk = q.size(2), dv = v.size(2);
   if (B == 0 || hv == 0 || dv == 0) return;
-  VT_CHECK(dk >= 1 && dk <= 128, op, ": key head_dim ", dk, " exceeds the kernel's 128");
-  VT_CHECK(dv <= kColsPerCta && dv % 4 == 0, op, ": value head_dim ", dv,
-           " is not a multiple of 4 up to ", kColsPerCta,
-           " (one CTA holds a head's columns for its norm)");
+  VT_CHECK(gdn_fused_recurrent_supports(dk, dv), op, ": head dims ", dk, " x ", dv,
+           ": the kernel takes Dk <= 128 and Dv <= ", kColsPerCta,
+           " with Dv % 4 == 0 (one CTA holds a head's columns for its norm)");
   VT_CHECK(reinterpret_cast<uintptr_t>(state.data_ptr()) % 16 == 0, op,
            ": state is not 16-byte aligned");
   VT_CHECK(B <= 65535 && hv < (int64_t(1) << 31), op, ": grid too large");
