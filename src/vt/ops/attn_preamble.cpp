@@ -114,10 +114,15 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
   if (cache.defined()) {
     slots = check_kv_cache_write(s, k_out, cache.v, cache.slot_mapping, cache.k_cache,
                                  cache.v_cache, op);
-    // The caches are written while qg, k and v are still read: no overlap with them.
-    for (const Tensor* in : {&qg, &k})
+    // One kernel reads qg, k and v while it writes q_out, k_out, gate_out and the caches:
+    // the caches overlap none of them (k_out and v: check_kv_cache_write), and v overlaps
+    // no output.
+    for (const Tensor* t : {&qg, &k, static_cast<const Tensor*>(&q_out), &gate_out})
       for (const Tensor* c : {&cache.k_cache, &cache.v_cache})
-        expect_no_alias(*in, *c, op, "an input");
+        if (t->defined()) expect_no_alias(*t, *c, op, "an input or output");
+    for (const Tensor* o : {static_cast<const Tensor*>(&q_out), static_cast<const Tensor*>(&k_out),
+                            &gate_out})
+      if (o->defined()) expect_no_alias(cache.v, *o, op, "v");
   }
   if (s.device().is_cpu()) {
     cpu::attn_qk_norm_rope_gate(s, qg, k, q_norm_w, k_norm_w, eps, kind, cos_sin, q_out, k_out,
