@@ -192,6 +192,10 @@ __global__ void __launch_bounds__(kStreamThreads)
   const int64_t runs = (tokens + run - 1) / run;
   for (int64_t r = blockIdx.y; r < runs; r += gridDim.y) {
     const int64_t r0 = r * run, r1 = r0 + run < tokens ? r0 + run : tokens;
+    const auto rows_from = [&](int64_t s0) { return int(r1 - s0 < kStage ? r1 - s0 : kStage); };
+    // The first stage's rows need no index: their loads go out before the request lookup's.
+    float xs[kStage][kLanes], ahead[kStage][kLanes];
+    load_stage(x, xdt, x_row, r0, rows_from(r0), c0, n, x_vec && full, xs);
     int b = request_of(start, batch, r0);
     int64_t next = start[b + 1];  // the first token past request b
     float win[K][kLanes];         // win[0 .. H-1]: the rows before the current token, oldest first
@@ -207,9 +211,6 @@ __global__ void __launch_bounds__(kStreamThreads)
           load_lanes(st + (H + (u - t0)) * C, DType::kF32, 0, n, state_vec && full, win[i]);
       }
     }
-    const auto rows_from = [&](int64_t s0) { return int(r1 - s0 < kStage ? r1 - s0 : kStage); };
-    float xs[kStage][kLanes], ahead[kStage][kLanes];
-    load_stage(x, xdt, x_row, r0, rows_from(r0), c0, n, x_vec && full, xs);
     for (int64_t s0 = r0; s0 < r1; s0 += kStage) {
       const int rows = rows_from(s0);
       // The next stage's loads go out before this stage's math: rows always in flight.
