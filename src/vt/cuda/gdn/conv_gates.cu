@@ -2,7 +2,7 @@
 // reference's order (taps summed from the oldest, one fused multiply-add per tap), f32;
 // with a narrow out the conv output rounds before SiLU and SiLU's result rounds
 // (vt/ops/gdn.h). The two conv forms (a thread per (request, channel) walking its
-// tokens; a thread per (8 channels, run of tokens) streaming x, plus the state roll)
+// tokens; a thread per (4 channels, run of tokens) streaming x, plus the state roll)
 // evaluate the same expression (conv_silu) on the same window values, so they give the
 // same bits.
 #include <algorithm>
@@ -163,7 +163,7 @@ __device__ __forceinline__ void store_lanes(void* p, DType dt, int64_t i, int n,
 // first token come from its state slot (f32 [S, K-1, C], oldest first), which
 // conv_state_kernel rolls afterwards, ordered after this kernel on the stream.
 // x_vec / state_vec / out_vec: the host's check that their rows at multiples of kLanes
-// channels are 16-byte aligned.
+// channels can be read or written kLanes elements at a time (lanes_aligned).
 template <int K>
 __global__ void __launch_bounds__(kStreamThreads)
     conv_stream_kernel(const void* x, DType xdt, int64_t x_row, bool x_vec, const void* w,
