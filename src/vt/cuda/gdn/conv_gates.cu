@@ -25,16 +25,15 @@ constexpr int kThreads = 256;
 constexpr int kMaxKernel = 8;
 
 // The streaming conv (T > B): a thread owns kLanes adjacent channels (one 8-byte load of
-// a 16-bit row, 16 bytes of an f32 one) over a run of consecutive tokens, kStage rows at
-// a time, the next stage's rows loaded before this one's math (the loads in flight that
-// a memory-bound kernel needs). Four lanes, four rows: the weights, the window and two
-// stages live per lane in registers, ~128 a thread at K = 4 (ptxas -v): 4 blocks, 16
-// warps a SM. On the H200, before the prefetch (kStage 8, loads then math): 25 us at
-// [512, 8192], 105 us at [4096, 8192] (1.3 TB/s), from 50 and 363 us.
+// a 16-bit row, 16 bytes of an f32 one) over a run of consecutive tokens, and loads
+// kStage rows of x before computing any of their outputs (the loads in flight that a
+// memory-bound kernel needs). Four lanes, not eight: the weights, the window and the
+// stage live per lane in registers (~128 a thread at K = 4 by ptxas -v: 4 blocks, 16
+// warps a SM, each thread with 8 rows in flight).
 constexpr int kStreamThreads = 128;
 constexpr int kLanes = 4;
-constexpr int kStage = 4;
-constexpr int kMinRun = 8, kMaxRun = 64;  // tokens per run, a power of 2
+constexpr int kStage = 8;
+constexpr int kMaxRun = 64;  // tokens per run; runs are kStage .. kMaxRun, powers of 2
 
 // The request that owns token t: the last b with start[b] <= t (an empty request shares
 // its start with the next one, which then owns the token).
@@ -192,10 +191,6 @@ __global__ void __launch_bounds__(kStreamThreads)
   const int64_t runs = (tokens + run - 1) / run;
   for (int64_t r = blockIdx.y; r < runs; r += gridDim.y) {
     const int64_t r0 = r * run, r1 = r0 + run < tokens ? r0 + run : tokens;
-    const auto rows_from = [&](int64_t s0) { return int(r1 - s0 < kStage ? r1 - s0 : kStage); };
-    // The first stage's rows need no index: their loads go out before the request lookup's.
-    float xs[kStage][kLanes], ahead[kStage][kLanes];
-    load_stage(x, xdt, x_row, r0, rows_from(r0), c0, n, x_vec && full, xs);
     int b = request_of(start, batch, r0);
     int64_t next = start[b + 1];  // the first token past request b
     float win[K][kLanes];         // win[0 .. H-1]: the rows before the current token, oldest first
@@ -212,10 +207,9 @@ __global__ void __launch_bounds__(kStreamThreads)
       }
     }
     for (int64_t s0 = r0; s0 < r1; s0 += kStage) {
-      const int rows = rows_from(s0);
-      // The next stage's loads go out before this stage's math: rows always in flight.
-      const int64_t s1 = s0 + kStage;
-      load_stage(x, xdt, x_row, s1, s1 < r1 ? rows_from(s1) : 0, c0, n, x_vec && full, ahead);
+      const int rows = int(r1 - s0 < kStage ? r1 - s0 : kStage);
+      float xs[kStage][kLanes];
+      load_stage(x, xdt, x_row, s0, rows, c0, n, x_vec && full, xs);
 #pragma unroll
       for (int i = 0; i < kStage; ++i) {
         if (i >= rows) break;
@@ -240,10 +234,6 @@ __global__ void __launch_bounds__(kStreamThreads)
 #pragma unroll
           for (int l = 0; l < kLanes; ++l) win[j][l] = win[j + 1][l];
       }
-#pragma unroll
-      for (int i = 0; i < kStage; ++i)
-#pragma unroll
-        for (int l = 0; l < kLanes; ++l) xs[i][l] = ahead[i][l];
     }
   }
 }
@@ -366,14 +356,14 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varle
                   C);
     return;
   }
-  // Streaming: the longest run (kMaxRun down to kMinRun tokens) that still gives each SM
-  // ~512 threads (the 4 blocks of 128 that ~128 registers allow); shapes only, so a
+  // Streaming: the longest run (kMaxRun down to kStage tokens) that still gives each SM
+  // ~512 threads (kStage 16-byte rows in flight each: ~64 KB a SM); shapes only, so a
   // captured graph replays with any indices.
   const int64_t groups = (C + kLanes - 1) / kLanes;
   const int64_t sblocks = (groups + kStreamThreads - 1) / kStreamThreads;
   const int64_t want = int64_t(std::max(st.num_sms, 1)) * 512;
   int run = kMaxRun;
-  while (run > kMinRun && sblocks * kStreamThreads * ((T + run - 1) / run) < want) run /= 2;
+  while (run > kStage && sblocks * kStreamThreads * ((T + run - 1) / run) < want) run /= 2;
   const int64_t runs = (T + run - 1) / run;
   const bool x_vec = lanes_aligned(x.data_ptr(), x.stride(0), int64_t(x.itemsize()));
   const bool out_vec = lanes_aligned(out.data_ptr(), C, int64_t(out.itemsize()));
