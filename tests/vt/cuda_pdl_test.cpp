@@ -530,8 +530,8 @@ std::vector<Consumer> consumers(Streams& s) {
                   }});
   }
   {
-    // A decode and a 3-token request (device indices, T > B: conv_kernel's binary
-    // search over the starts, then the state roll).
+    // A decode and a 3-token request (device indices, T > B: the streaming conv kernel,
+    // then the state roll).
     const int64_t K = 4, slots = 6;
     const std::vector<int32_t> qsl{0, 1, 4}, slot{5, 2};
     const Tensor wc = randn({kN, K}, kBF16, 0.5, 64), wc_g = s.up(wc);

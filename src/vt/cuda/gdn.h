@@ -5,10 +5,12 @@
 //
 //   causal_conv1d_silu: with no more tokens than requests (decode steps), one kernel of
 //     a thread per (request, channel) that reads the slot's rows, walks the request's
-//     tokens with the window in registers and writes the slot back. Otherwise one
-//     thread per (token, channel), finding its request by binary search over the
-//     starts; the window's earlier rows come from x or, before the request's first
-//     token, from its state slot; a second kernel then rolls each request's state
+//     tokens with the window in registers and writes the slot back. Otherwise a
+//     streaming kernel, a thread per (4 adjacent channels, run of 8..64 tokens) with the
+//     window and the weights in registers, the run's request found by binary search over
+//     the starts (the window restarts from the slot at a request boundary); the window's
+//     rows before a request's first token come from its state slot; a second kernel then
+//     rolls each request's state
 //     (ordered after the first on the stream, so no thread reads a state row another
 //     has overwritten). Both forms give the same bits. B <= 65535.
 //   gdn_gates: one thread per (token, value head).
