@@ -35,6 +35,7 @@
 #include "vt/ops/norm.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/api.h"
+#include "vt/cuda/gdn.h"
 #include "vt/cuda/launch.h"
 #endif
 
@@ -122,14 +123,16 @@ struct Layer {
   }
 };
 
-Layer make_layer(int64_t hk, int64_t hv, int64_t d, DType dt, uint64_t seed) {
+// Key and value heads of d (or dv, when given).
+Layer make_layer(int64_t hk, int64_t hv, int64_t d, DType dt, uint64_t seed, int64_t dv = 0) {
+  dv = dv > 0 ? dv : d;
   return {hk,
           hv,
           d,
-          d,
+          dv,
           randn({hv}, dt, 1.0, seed),
           randn({hv}, dt, 10.0, seed + 1),  // a + dt_bias crosses softplus's threshold 20
-          randn({d}, dt, 1.0, seed + 2)};
+          randn({dv}, dt, 1.0, seed + 2)};
 }
 
 // Host inputs of one step: act as SiLU outputs leave it (~N(0, 1)), z ~ N(0, 2), b and a
@@ -151,13 +154,16 @@ Tensor make_state(Streams& s, const Layer& L, int64_t slots, int32_t fresh, uint
   return st;
 }
 
-// The fused op on the GPU (host and device indices) against the CPU op.
+// The fused op on the GPU (host and device indices) against the CPU op; value heads of
+// dv when given (else d).
 void fused_vs_cpu_case(Streams& s, int64_t hk, int64_t hv, int64_t d,
-                       const std::vector<int32_t>& lens, DType dt, uint64_t seed) {
+                       const std::vector<int32_t>& lens, DType dt, uint64_t seed,
+                       int64_t dv = 0) {
   const int64_t B = int64_t(lens.size());
   const std::vector<int32_t> qsl = starts_of(lens), slot = shuffled_slots(B, 5, unsigned(seed));
   const int64_t T = qsl.back();
-  Layer L = make_layer(hk, hv, d, dt, seed);
+  Layer L = make_layer(hk, hv, d, dt, seed, dv);
+  dv = L.dv;
   // beta in f32 here: CPU and CUDA sigmoids a few f32 ulps apart can round to neighbouring
   // bf16s (CudaGdn.FusedProjectionSlicesMatchCpu), and one such beta moves its head's state
   // by ~1e-3, past the f32 tolerance. The bf16 rounding is held bit for bit to gates_kernel
@@ -168,15 +174,15 @@ void fused_vs_cpu_case(Streams& s, int64_t hk, int64_t hv, int64_t d,
   Tensor st = make_state(s, L, B + 5, slot[0], seed + 20);
   Tensor st_g = s.up(st), st_dev = s.up(st);
   const Tensor act_g = s.up(in.act), proj_g = s.up(in.proj);
-  Tensor y = Tensor::empty({T, hv, d}, dt);
-  Tensor y_g = poisoned_gpu(s, {T, hv, d}, dt), y_dev = poisoned_gpu(s, {T, hv, d}, dt);
+  Tensor y = Tensor::empty({T, hv, dv}, dt);
+  Tensor y_g = poisoned_gpu(s, {T, hv, dv}, dt), y_dev = poisoned_gpu(s, {T, hv, dv}, dt);
   L.fused(s.cpu, in.act, in.proj, i32(qsl), st, i32(slot), y);
   Lg.fused(s.gpu, act_g, proj_g, i32(qsl), st_g, i32(slot), y_g);
   Lg.fused(s.gpu, act_g, proj_g, s.up(i32(qsl)), st_dev, s.up(i32(slot)), y_dev);
   std::string lens_str;
   for (int32_t n : lens) lens_str += " " + std::to_string(n);
   const std::string what = "fused Hk " + std::to_string(hk) + " Hv " + std::to_string(hv) + " D " +
-                           std::to_string(d) + " lens" +
+                           std::to_string(d) + "/" + std::to_string(dv) + " lens" +
                            (B > 8 ? " x" + std::to_string(B) : lens_str) + " " + dtype_name(dt);
   // o may round to the neighbouring bf16 (f32 sums in other orders, rsqrtf against
   // 1/sqrt), then the norm's three roundings (kBf16ChainRel): up to about four ulps; o's
@@ -202,6 +208,14 @@ TEST(CudaGdnDecode, FusedStepMatchesCpu) {
   // The tiny fixtures' heads (Dk = Dv = 32: a 4-warp CTA, lanes past Dv / 4 idle).
   fused_vs_cpu_case(s, 2, 6, 32, {1, 1, 1}, DType::kBF16, seed += 100);
   fused_vs_cpu_case(s, 2, 4, 32, {2, 1}, DType::kF32, seed += 100);
+  // Value heads the fused kernel does not take (Dv > 128, Dv % 4 != 0): the op runs the
+  // CUDA op sequence instead (gdn_fused_recurrent_supports), same contract.
+#if VTLLM_WITH_CUDA
+  ASSERT_FALSE(cuda::gdn_fused_recurrent_supports(128, 256));
+  ASSERT_FALSE(cuda::gdn_fused_recurrent_supports(32, 30));
+#endif
+  fused_vs_cpu_case(s, 2, 4, 128, {1, 1, 1}, DType::kBF16, seed += 100, 256);
+  fused_vs_cpu_case(s, 2, 4, 32, {1, 2}, DType::kF32, seed += 100, 30);
 }
 
 // Consecutive decode steps through the fused op and through the unfused launches, state
