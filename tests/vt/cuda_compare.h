@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "vt/ops/copy.h"
 #include "vt/stream.h"
@@ -38,6 +39,13 @@ inline Tensor uniform(const Shape& shape, float lo, float hi, uint64_t seed) {
   std::uniform_real_distribution<float> d(lo, hi);
   for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = d(rng);
   return f;
+}
+
+// A host i32 vector as a CPU tensor (request starts, slots, slot mappings).
+inline Tensor i32(const std::vector<int32_t>& v) {
+  Tensor t = Tensor::empty({int64_t(v.size())}, DType::kI32);
+  std::copy(v.begin(), v.end(), t.data<int32_t>());
+  return t;
 }
 
 // An output on the GPU with every byte 0xff (NaN in every float dtype).

@@ -43,17 +43,12 @@ namespace vt {
 namespace {
 
 using cudatest::expect_close;
+using cudatest::i32;
 using cudatest::kBf16ChainRel;
 using cudatest::kBf16Rel;
 using cudatest::poisoned_gpu;
 using cudatest::randn;
 using cudatest::Streams;
-
-Tensor i32(const std::vector<int32_t>& v) {
-  Tensor t = Tensor::empty({int64_t(v.size())}, DType::kI32);
-  std::copy(v.begin(), v.end(), t.data<int32_t>());
-  return t;
-}
 
 // Starts of requests of the given lengths.
 std::vector<int32_t> starts_of(const std::vector<int32_t>& lens) {

@@ -22,17 +22,12 @@ namespace vt {
 namespace {
 
 using cudatest::expect_close;
+using cudatest::i32;
 using cudatest::kBf16Rel;
 using cudatest::poisoned_gpu;
 using cudatest::randn;
 using cudatest::Streams;
 using cudatest::uniform;
-
-Tensor i32(const std::vector<int32_t>& v) {
-  Tensor t = Tensor::empty({int64_t(v.size())}, DType::kI32);
-  std::copy(v.begin(), v.end(), t.data<int32_t>());
-  return t;
-}
 
 TEST(CudaGdn, ConvAndGatesMatchCpu) {
   VT_REQUIRE_GPU();

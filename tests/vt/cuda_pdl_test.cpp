@@ -47,18 +47,13 @@ namespace {
 
 using cudatest::expect_close;
 using cudatest::kBf16ChainRel;
+using cudatest::i32;
 using cudatest::kBf16Rel;
 using cudatest::randn;
 using cudatest::Streams;
 using cudatest::uniform;
 
 constexpr DType kBF16 = DType::kBF16, kF32 = DType::kF32, kI32 = DType::kI32;
-
-Tensor i32(const std::vector<int32_t>& v) {
-  Tensor t = Tensor::empty({int64_t(v.size())}, kI32);
-  std::copy(v.begin(), v.end(), t.data<int32_t>());
-  return t;
-}
 
 // A host copy that owns its bytes (contiguous(cpu, t) may return t itself).
 Tensor own(Streams& s, const Tensor& host) {
