@@ -55,9 +55,10 @@ inline Tensor poisoned_gpu(Streams& s, const Shape& shape, DType dtype) {
   return s.up(host);
 }
 
-// Compares `got` (any device) to the CPU result `want`: every element must satisfy
-// |got - want| <= rel * |want| + abs * rms(want); a NaN fails. Returns the worst
-// ratio of error to allowance (<= 1 passes), reported with `what`.
+// Compares `got` (any device) to the CPU result `want`: every finite element must satisfy
+// |got - want| <= rel * |want| + abs * rms(want) (rms over want's finite elements) with a
+// finite got; where want is NaN got must be NaN, where it is +-Inf got must equal it.
+// Returns the worst ratio of error to allowance (<= 1 passes), reported with `what`.
 inline double expect_close(Streams& s, const Tensor& want, const Tensor& got, double rel,
                            double abs, const std::string& what) {
   Tensor w = to_dtype(s.cpu, contiguous(s.cpu, want), DType::kF32);
@@ -65,14 +66,24 @@ inline double expect_close(Streams& s, const Tensor& want, const Tensor& got, do
                       DType::kF32);
   EXPECT_EQ(w.numel(), g.numel()) << what;
   double ss = 0;
-  for (int64_t i = 0; i < w.numel(); ++i) ss += double(w.data<float>()[i]) * w.data<float>()[i];
-  const double rms = std::sqrt(ss / double(std::max<int64_t>(w.numel(), 1)));
+  int64_t finite = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const double a = w.data<float>()[i];
+    if (std::isfinite(a)) ss += a * a, ++finite;
+  }
+  const double rms = std::sqrt(ss / double(std::max<int64_t>(finite, 1)));
   double worst = 0;
   int64_t worst_i = 0, bad = 0;
   for (int64_t i = 0; i < w.numel(); ++i) {
     const double a = w.data<float>()[i], b = g.data<float>()[i];
     const double allow = rel * std::fabs(a) + abs * rms + 1e-30;
-    const double r = std::isnan(b) && !std::isnan(a) ? INFINITY : std::fabs(a - b) / allow;
+    double r;
+    if (std::isnan(a))
+      r = std::isnan(b) ? 0.0 : INFINITY;
+    else if (std::isinf(a))
+      r = a == b ? 0.0 : INFINITY;
+    else
+      r = std::isfinite(b) ? std::fabs(a - b) / allow : INFINITY;
     if (r > 1) ++bad;
     if (r > worst) worst = r, worst_i = i;
   }
