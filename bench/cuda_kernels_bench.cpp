@@ -220,8 +220,8 @@ void bench_gemm() {
 }
 
 // Decode projections (bf16, L2 cold) at M = 1..64 through both CUDA paths, skinny
-// (M <= 32 only) and cuBLASLt: the data for the rule in vt/cuda/gemm.h (skinny up to
-// kSkinnyMaxM). Default Qwen3.5 text (hidden 4096, 16 q / 4 kv heads of 256, GDN 16 k /
+// (M <= 32 only) and cuBLASLt: the data for the rule in vt/cuda/gemm.h (skinny for
+// N >= kSkinnyMinN at M <= kSkinnyMaxM). Default Qwen3.5 text (hidden 4096, 16 q / 4 kv heads of 256, GDN 16 k /
 // 32 v heads of 128, MLP 12288, vocab 248320) and Qwen3.6-27B (hidden 5120, 24 q / 4 kv
 // heads, GDN 16 k / 48 v heads, MLP 17408).
 struct Proj {
@@ -491,7 +491,9 @@ void bench_decode_chains() {
   std::printf(
       "Switches: cublaslt = VTLLM_GEMM_SKINNY=0; skinny = VTLLM_GEMM_PDL=0; skinny+pdl+l2 "
       "= VTLLM_GEMM_PDL=1 (default); skinny+pdl has no switch (SkinnyPdl::kRing).\n"
-      "Shipped rule (vt/cuda/gemm.h): skinny+pdl+l2 for M <= %lld, cublaslt above.\n\n",
+      "Shipped rule (vt/cuda/gemm.h): skinny+pdl+l2 for N >= %lld at M <= %lld, cublaslt "
+      "elsewhere.\n\n",
+      static_cast<long long>(vt::cuda::kSkinnyMinN),
       static_cast<long long>(vt::cuda::kSkinnyMaxM));
   g_norm_weights.clear();
 }
