@@ -194,11 +194,10 @@ namespace {
 // the stream's backend): the CPU arm, and the CUDA arm for head sizes its kernel does
 // not take.
 void gdn_unfused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
-                           const Tensor& z, const Tensor& a, const Tensor& b,
-                           const Tensor& A_log, const Tensor& dt_bias, DType beta_round,
-                           float scale, const Tensor& norm_w, float eps,
-                           const Tensor& query_start_loc, Tensor& state,
-                           const Tensor& state_slots, Tensor& out) {
+                           const Tensor& z, const Tensor& a, const Tensor& b, const Tensor& A_log,
+                           const Tensor& dt_bias, DType beta_round, float scale,
+                           const Tensor& norm_w, float eps, const Tensor& query_start_loc,
+                           Tensor& state, const Tensor& state_slots, Tensor& out) {
   const Device dev = s.device();
   const int64_t T = q.size(0), hv = v.size(1);
   Tensor qn = Tensor::empty(q.shape(), DType::kF32, dev);

@@ -85,8 +85,8 @@ void launch(Stream& s, const char* name, RowsRef a, RowsRef b, RowsRef out, int6
   set_device(st);
   // silu_and_mul's a rows are 2 x cols wide: its up half starts at cols, aligned with
   // cols % 8 == 0; b is not read by silu_and_mul and sigmoid (it is a there).
-  const bool vector = rows_vec_ok(a, cols, kVec) && rows_vec_ok(b, cols, kVec) &&
-                      rows_vec_ok(out, cols, kVec);
+  const bool vector =
+      rows_vec_ok(a, cols, kVec) && rows_vec_ok(b, cols, kVec) && rows_vec_ok(out, cols, kVec);
   const int64_t threads_per_row = vector ? cols / kVec : cols;
   const int64_t col_blocks = (threads_per_row + kThreads - 1) / kThreads;
   VT_CHECK(col_blocks <= int64_t(0x7fffffff), name, " (CUDA): ", cols, " columns exceed the grid");
