@@ -21,10 +21,11 @@
 # bench throughput` with dummy weights on those bench/models configs: decode batch 1, 8,
 # 32, 64 at context 512, prefill 512 and 4096; JSON in the logs), SANITIZE=1 (also run
 # the CUDA tests under compute-sanitizer memcheck; SANITIZE_FILTER, SANITIZE_TIMEOUT
-# seconds, 300), PREBUILT=1 (skip configure and build: run the binaries already in
-# BUILD_DIR, e.g. built on the development machine and carried over; the tests find
-# their fixtures through the source path compiled into them, so that path must exist
-# here too, e.g. as a link to this tree).
+# seconds, 300), PREBUILT=<archive> (skip configure and build: unpack an archive made
+# by scripts/pack_prebuilt.sh on the development machine into BUILD_DIR and run its
+# binaries; the tests find their fixtures through the source path compiled into them,
+# which is linked to this tree when it does not exist here), PREBUILT=1 (run the
+# binaries already in BUILD_DIR as they are).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -102,7 +103,23 @@ export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # them at run time)
 mkdir -p "$build" "$logs"
 build_ok=1
-if [ "${PREBUILT:-0}" = 1 ]; then
+if [ -f "${PREBUILT:-}" ]; then
+  # An archive from scripts/pack_prebuilt.sh: unpack it as the build, and make the source
+  # path compiled into the tests (their fixtures) lead to this tree.
+  say "PREBUILT=$PREBUILT: unpacking into $build"
+  rm -rf "$build"
+  mkdir -p "$build" "$logs"
+  tar -xJf "$PREBUILT" -C "$build"
+  src=$(cat "$build/source_dir" 2>/dev/null || true)
+  if [ -n "$src" ] && [ ! -e "$src" ]; then
+    mkdir -p "$(dirname "$src")" && ln -s "$root" "$src" ||
+      die "cannot link $src (the tests' compiled source path) to $root"
+    echo "linked $src -> $root"
+  elif [ -n "$src" ] && [ "$(realpath "$src")" != "$root" ]; then
+    echo "warning: the tests read fixtures from $src, which exists and is not this tree"
+  fi
+  ls "$build"/tests/*_tests >/dev/null 2>&1 || die "$PREBUILT holds no tests/*_tests"
+elif [ "${PREBUILT:-0}" = 1 ]; then
   say "PREBUILT=1: running the binaries in $build as they are"
   ls "$build"/tests/*_tests >/dev/null 2>&1 || die "PREBUILT=1 but $build/tests holds no *_tests"
 else
