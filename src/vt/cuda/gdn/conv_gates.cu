@@ -14,6 +14,7 @@
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/gdn/gates.cuh"
+#include "vt/cuda/gdn/varlen.cuh"
 #include "vt/cuda/launch.cuh"
 #include "vt/cuda/stream_state.h"
 
@@ -339,15 +340,7 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Varle
   VT_CHECK(B <= 65535, "causal_conv1d_silu (CUDA): ", B, " requests exceed the grid");
   StreamState& st = s.cuda_state();
   set_device(st);
-  const int32_t *d_start = req.d_start, *d_slot = req.d_slot;
-  if (!req.on_device()) {
-    std::vector<int32_t> idx;  // start [B+1], slot [B]
-    for (int64_t v : req.start) idx.push_back(int32_t(v));
-    for (int64_t v : req.slot) idx.push_back(int32_t(v));
-    const int32_t* d = upload_indices(st, idx);
-    d_start = d;
-    d_slot = d + B + 1;
-  }
+  const auto [d_start, d_slot] = device_varlen(st, req);
   const unsigned cblocks = unsigned((C + kThreads - 1) / kThreads);
   if (T <= B) {  // decode-shaped: one kernel, each (request, channel) walks its tokens
     launch_kernel(st, "conv_request_kernel", conv_request_kernel, dim3(cblocks, unsigned(B)),

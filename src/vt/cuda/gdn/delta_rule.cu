@@ -21,6 +21,7 @@
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/gdn/delta_rows.cuh"
+#include "vt/cuda/gdn/varlen.cuh"
 #include "vt/cuda/launch.cuh"
 #include "vt/cuda/stream_state.h"
 
@@ -177,15 +178,7 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
   VT_CHECK(B <= 65535 && hv <= 65535, "gated_delta_rule (CUDA): grid too large");
   StreamState& st = s.cuda_state();
   set_device(st);
-  const int32_t *d_start = req.d_start, *d_slot = req.d_slot;
-  if (!req.on_device()) {
-    std::vector<int32_t> idx;
-    for (int64_t x : req.start) idx.push_back(int32_t(x));
-    for (int64_t x : req.slot) idx.push_back(int32_t(x));
-    const int32_t* d = upload_indices(st, idx);
-    d_start = d;
-    d_slot = d + B + 1;
-  }
+  const auto [d_start, d_slot] = device_varlen(st, req);
   DeltaParams p{q.data_ptr(),     q.dtype(),  q.stride(0),   q.stride(1), k.data_ptr(),
                 k.dtype(),        k.stride(0), k.stride(1),  v.data_ptr(), v.dtype(),
                 v.stride(0),      v.stride(1), g.data<float>(), beta.data<float>(),

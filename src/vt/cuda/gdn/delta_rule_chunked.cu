@@ -17,6 +17,7 @@
 #include "vt/cuda/check.h"
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/gdn/delta_rule_chunked.cuh"
+#include "vt/cuda/gdn/varlen.cuh"
 #include "vt/cuda/stream_state.h"
 
 namespace vt::cuda {
@@ -129,19 +130,17 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
                  nullptr,        nullptr,           nullptr,      0,           0,
                  0,              int(hv),           int(hv / q.size(1)), int(dk), int(dv),
                  scale,          0};
-  if (req.on_device())
-    return run(st, p, req.d_start, req.d_slot, B, T / kChunk + std::min(B, T / kMinChunkedTokens));
-  int64_t chunks = 0;
-  std::vector<int32_t> idx;
-  idx.reserve(size_t(2 * B + 1));
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t len = req.len(b);
-    if (len >= kMinChunkedTokens) chunks += (len + kChunk - 1) / kChunk;
+  // The chunk count: a bound with device indices, exact with host ones.
+  int64_t chunks = T / kChunk + std::min(B, T / kMinChunkedTokens);
+  if (!req.on_device()) {
+    chunks = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t len = req.len(b);
+      if (len >= kMinChunkedTokens) chunks += (len + kChunk - 1) / kChunk;
+    }
   }
-  for (int64_t x : req.start) idx.push_back(int32_t(x));
-  for (int64_t x : req.slot) idx.push_back(int32_t(x));
-  const int32_t* d = upload_indices(st, idx);
-  run(st, p, d, d + B + 1, B, chunks);
+  const auto [d_start, d_slot] = device_varlen(st, req);
+  run(st, p, d_start, d_slot, B, chunks);
 }
 
 }  // namespace vt::cuda

@@ -27,6 +27,7 @@
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/gdn/delta_rows.cuh"
 #include "vt/cuda/gdn/gates.cuh"
+#include "vt/cuda/gdn/varlen.cuh"
 #include "vt/cuda/launch.cuh"
 #include "vt/cuda/stream_state.h"
 #include "vt/ops/gdn.h"
@@ -192,15 +193,7 @@ void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tens
   VT_CHECK(B <= 65535 && hv < (int64_t(1) << 31), op, ": grid too large");
   StreamState& st = s.cuda_state();
   set_device(st);
-  const int32_t *d_start = req.d_start, *d_slot = req.d_slot;
-  if (!req.on_device()) {
-    std::vector<int32_t> idx;  // start [B+1], slot [B]
-    for (int64_t x : req.start) idx.push_back(int32_t(x));
-    for (int64_t x : req.slot) idx.push_back(int32_t(x));
-    const int32_t* d = upload_indices(st, idx);
-    d_start = d;
-    d_slot = d + B + 1;
-  }
+  const auto [d_start, d_slot] = device_varlen(st, req);
   const FusedParams p{.q = heads_ref(q),
                       .k = heads_ref(k),
                       .v = heads_ref(v),
