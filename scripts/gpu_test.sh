@@ -278,6 +278,7 @@ fi
 } | tee "$logs/summary.txt"
 if [ -n "${OUT:-}" ]; then
   # One archive and the summary: the device tool returns at most 8 files from $OUT.
+  mkdir -p "$OUT"
   tar -czf "$OUT/gpu_test_logs.tgz" -C "$logs" .
   cp "$logs/summary.txt" "$OUT/gpu_test_summary.txt"
   echo "logs archived to $OUT/gpu_test_logs.tgz"
