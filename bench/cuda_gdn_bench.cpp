@@ -37,7 +37,8 @@
 // eager calls. At 512 tokens x and out (17 MB) stay in the 50 MB L2 between calls, so
 // that row may pass the DRAM ceiling; at 4096 (134 and 168 MB) they cannot.
 //
-//   cuda_gdn_bench            (needs a GPU; exits 0 with a note without one)
+//   cuda_gdn_bench [decode]   (needs a GPU; exits 0 with a note without one; decode: only
+//                             the decode-step rows, B = 1 .. 64)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -240,7 +241,10 @@ void bench_conv(vt::Stream& gpu, int64_t T, int64_t C, const char* model) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool only_decode = argc > 1 && std::string(argv[1]) == "decode";
+  // The [fused] decode rows time the kernel at every batch, past the op's measured rule.
+  setenv("VTLLM_GDN_FUSED", "1", 1);
   if (vt::cuda_device_count() == 0) {
     std::printf("cuda_gdn_bench: no CUDA device, nothing measured\n");
     return 0;
@@ -249,11 +253,13 @@ int main() {
   struct Case {
     int64_t B, tokens, hv;
   };
-  for (const Case& s : {Case{1, 512, 32}, Case{1, 4096, 32}, Case{8, 512, 32}, Case{1, 4096, 48}})
-    for (const char* path : {"tc", "f32"}) bench(gpu, s.B, s.tokens, s.hv, path);
+  if (!only_decode)
+    for (const Case& s : {Case{1, 512, 32}, Case{1, 4096, 32}, Case{8, 512, 32}, Case{1, 4096, 48}})
+      for (const char* path : {"tc", "f32"}) bench(gpu, s.B, s.tokens, s.hv, path);
   for (int64_t hv : {32, 48})
-    for (int64_t B : {1, 8, 64})
+    for (int64_t B : {1, 8, 16, 32, 48, 64})
       for (bool fused : {true, false}) bench_decode(gpu, B, hv, fused);
+  if (only_decode) return 0;
   bench_conv(gpu, 512, 8192, "9B");
   bench_conv(gpu, 4096, 8192, "9B");
   bench_conv(gpu, 4096, 10240, "27B");

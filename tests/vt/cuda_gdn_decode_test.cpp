@@ -8,6 +8,8 @@
 //   - Against the unfused CUDA launches (l2_normalize, gdn_gates, gated_delta_rule_
 //     recurrent, gated_rms_norm) bit for bit, over consecutive steps carrying the state:
 //     the kernel repeats their arithmetic and rounding points.
+//   - The op's choice of the kernel (the measured rule, VTLLM_GDN_FUSED); the tests above
+//     and below set VTLLM_GDN_FUSED=1 so every batch runs the kernel.
 //   - The decode layer's conv and fused op captured in a CUDA graph (device indices):
 //     two kernels, and every replay gives the bytes of an eager run, PDL off and on.
 //   - The conv with device indices in both its forms (no more tokens than requests: one
@@ -37,6 +39,9 @@
 #include "vt/cuda/api.h"
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/launch.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/stream_state.h"
+#endif
 #endif
 
 namespace vt {
@@ -191,6 +196,7 @@ void fused_vs_cpu_case(Streams& s, int64_t hk, int64_t hv, int64_t d,
 
 TEST(CudaGdnDecode, FusedStepMatchesCpu) {
   VT_REQUIRE_GPU();
+  const cudatest::ScopedEnv kernel("VTLLM_GDN_FUSED", "1");  // every batch on the kernel
   Streams s;
   uint64_t seed = 3000;
   for (int64_t B : {1, 3, 64})
@@ -203,35 +209,39 @@ TEST(CudaGdnDecode, FusedStepMatchesCpu) {
   // The tiny fixtures' heads (Dk = Dv = 32: a 4-warp CTA, lanes past Dv / 4 idle).
   fused_vs_cpu_case(s, 2, 6, 32, {1, 1, 1}, DType::kBF16, seed += 100);
   fused_vs_cpu_case(s, 2, 4, 32, {2, 1}, DType::kF32, seed += 100);
-  // Value heads the fused kernel does not take (Dv > 128, Dv % 4 != 0): the op runs the
+  // The widest value heads the kernel takes: a cluster of eight 32-column CTAs.
+  fused_vs_cpu_case(s, 2, 4, 128, {1, 1, 1}, DType::kBF16, seed += 100, 256);
+  // Value heads the fused kernel does not take (Dv > 256, Dv % 4 != 0): the op runs the
   // CUDA op sequence instead (gdn_fused_recurrent_supports), same contract.
 #if VTLLM_WITH_CUDA
-  ASSERT_FALSE(cuda::gdn_fused_recurrent_supports(128, 256));
+  ASSERT_TRUE(cuda::gdn_fused_recurrent_supports(128, 256));
+  ASSERT_FALSE(cuda::gdn_fused_recurrent_supports(128, 288));
   ASSERT_FALSE(cuda::gdn_fused_recurrent_supports(32, 30));
 #endif
-  fused_vs_cpu_case(s, 2, 4, 128, {1, 1, 1}, DType::kBF16, seed += 100, 256);
+  fused_vs_cpu_case(s, 2, 4, 64, {1, 1}, DType::kBF16, seed += 100, 288);
   fused_vs_cpu_case(s, 2, 4, 32, {1, 2}, DType::kF32, seed += 100, 30);
 }
 
 // Consecutive decode steps through the fused op and through the unfused launches, state
 // carried on each side: the same bytes at every step (out and every slot).
 void fused_vs_unfused_case(Streams& s, int64_t B, int64_t hk, int64_t hv, int64_t d, DType dt,
-                           uint64_t seed) {
+                           uint64_t seed, int64_t dv = 0) {
   const std::vector<int32_t> qsl = starts_of(std::vector<int32_t>(size_t(B), 1));
   const std::vector<int32_t> slot = shuffled_slots(B, 3, unsigned(seed));
-  const Layer Lg = make_layer(hk, hv, d, dt, seed).on(s);
+  const Layer Lg = make_layer(hk, hv, d, dt, seed, dv).on(s);
+  dv = Lg.dv;
   const Tensor st0 = make_state(s, Lg, B + 3, slot[0], seed + 1);
   Tensor st_fused = s.up(st0), st_unfused = s.up(st0);
   const Tensor qsl_g = s.up(i32(qsl)), slot_g = s.up(i32(slot));
   for (int step = 0; step < 4; ++step) {
     const StepInputs in = make_inputs(Lg, B, dt, seed + 10 + uint64_t(step));
     const Tensor act = s.up(in.act), proj = s.up(in.proj);
-    Tensor y_fused = poisoned_gpu(s, {B, hv, d}, dt), y_unfused = poisoned_gpu(s, {B, hv, d}, dt);
+    Tensor y_fused = poisoned_gpu(s, {B, hv, dv}, dt), y_unfused = poisoned_gpu(s, {B, hv, dv}, dt);
     Lg.fused(s.gpu, act, proj, qsl_g, st_fused, slot_g, y_fused);
     Lg.unfused(s.gpu, act, proj, qsl_g, st_unfused, slot_g, y_unfused);
     const std::string what = "B " + std::to_string(B) + " Hv " + std::to_string(hv) + " D " +
-                             std::to_string(d) + " " + dtype_name(dt) + " step " +
-                             std::to_string(step);
+                             std::to_string(d) + "/" + std::to_string(dv) + " " + dtype_name(dt) +
+                             " step " + std::to_string(step);
     // Bit for bit: a difference means a rounding point or an order of the unfused
     // kernels (row_norm_kernel, gates_kernel, delta_rule_rows_kernel) is not repeated.
     expect_close(s, s.down(y_unfused), y_fused, 0, 0, what + ": out, fused vs unfused");
@@ -241,12 +251,45 @@ void fused_vs_unfused_case(Streams& s, int64_t B, int64_t hk, int64_t hv, int64_
 
 TEST(CudaGdnDecode, FusedStepEqualsUnfusedLaunchesBitForBit) {
   VT_REQUIRE_GPU();
+  const cudatest::ScopedEnv kernel("VTLLM_GDN_FUSED", "1");  // every batch on the kernel
   Streams s;
   fused_vs_unfused_case(s, 1, 16, 32, 128, DType::kBF16, 4000);
   fused_vs_unfused_case(s, 3, 16, 48, 128, DType::kBF16, 4100);
   fused_vs_unfused_case(s, 64, 16, 32, 128, DType::kBF16, 4200);
   fused_vs_unfused_case(s, 5, 16, 32, 128, DType::kF32, 4300);
   fused_vs_unfused_case(s, 3, 2, 6, 32, DType::kBF16, 4400);
+  fused_vs_unfused_case(s, 3, 2, 4, 128, DType::kBF16, 4500, 256);  // a cluster of 8 CTAs
+}
+
+// The op's choice between the fused kernel and the op sequence (vt/cuda/gdn.h): the
+// measured rule by default, the switch's word otherwise, never a shape the kernel lacks.
+TEST(CudaGdnDecode, FusedKernelChoiceFollowsTheRule) {
+  VT_REQUIRE_GPU();
+#if VTLLM_WITH_CUDA
+  Streams s;
+  const int64_t two_waves = 2 * 8 * s.gpu.cuda_state().num_sms;  // CTAs of 32 columns
+  for (int64_t B : {1, 8, 16, 17, 32, 64, 256})
+    for (int64_t hv : {32, 48}) {
+      const bool want = B * hv * 4 <= two_waves;
+      EXPECT_EQ(cuda::gdn_fused_recurrent_selected(s.gpu, B, hv, 128, 128), want)
+          << "B " << B << " Hv " << hv;
+      EXPECT_EQ(cuda::gdn_fused_recurrent_selected(s.gpu, B, hv, 128, 64), B * hv * 2 <= two_waves)
+          << "Dv 64";
+    }
+  {
+    const cudatest::ScopedEnv on("VTLLM_GDN_FUSED", "1");
+    EXPECT_TRUE(cuda::gdn_fused_recurrent_selected(s.gpu, 256, 48, 128, 128));
+    EXPECT_FALSE(cuda::gdn_fused_recurrent_selected(s.gpu, 1, 32, 128, 288));
+  }
+  {
+    const cudatest::ScopedEnv off("VTLLM_GDN_FUSED", "0");
+    EXPECT_FALSE(cuda::gdn_fused_recurrent_selected(s.gpu, 1, 32, 128, 128));
+  }
+  {
+    const cudatest::ScopedEnv bad("VTLLM_GDN_FUSED", "yes");
+    EXPECT_THROW(cuda::gdn_fused_recurrent_selected(s.gpu, 1, 32, 128, 128), vtllm::Error);
+  }
+#endif
 }
 
 // The decode layer between the projections, as GatedDeltaNet::forward issues it for a
@@ -268,6 +311,7 @@ struct GraphStep {
 TEST(CudaGdnDecode, CapturedStepReplaysEagerBytes) {
   VT_REQUIRE_GPU();
 #if VTLLM_WITH_CUDA
+  const cudatest::ScopedEnv kernel("VTLLM_GDN_FUSED", "1");
   Streams s;
   const int64_t B = 8, hk = 16, hv = 32, d = 128, K = 4, slots = B + 4;
   const DType dt = DType::kBF16;

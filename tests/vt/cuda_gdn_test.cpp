@@ -332,27 +332,6 @@ TEST(CudaGdn, DeltaRuleRecurrentDecodeBatchesMatchCpu) {
 namespace vt {
 namespace {
 
-// Sets VTLLM_GDN_PREFILL for one scope (read per call by the chunked op), then restores it.
-class PrefillPath {
- public:
-  explicit PrefillPath(const char* value) {
-    const char* old = std::getenv("VTLLM_GDN_PREFILL");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv("VTLLM_GDN_PREFILL", value, 1);
-  }
-  ~PrefillPath() {
-    if (had_)
-      setenv("VTLLM_GDN_PREFILL", old_.c_str(), 1);
-    else
-      unsetenv("VTLLM_GDN_PREFILL");
-  }
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
-
 // The largest |got - want| over rms(want) (f32 views on the CPU; a NaN counts as infinite).
 double max_err_over_rms(Streams& s, const Tensor& want, const Tensor& got) {
   Tensor w = to_dtype(s.cpu, contiguous(s.cpu, want), DType::kF32);
@@ -415,12 +394,12 @@ void tc_prefill_case(Streams& s, const std::vector<int32_t>& lens, int64_t hk, i
   const Tensor qk_g = s.up(qk), v_g = s.up(v), g_g = s.up(g), beta_g = s.up(beta);
   const Tensor q_g = qk_g.slice(1, 0, hk), k_g = qk_g.slice(1, hk, 2 * hk);
   {
-    PrefillPath path("f32");
+    cudatest::ScopedEnv path("VTLLM_GDN_PREFILL", "f32");
     gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl), st_f32, i32(slot),
                              out_f32);
   }
   {
-    PrefillPath path("tc");
+    cudatest::ScopedEnv path("VTLLM_GDN_PREFILL", "tc");
     gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl), st_tc, i32(slot),
                              out_tc);
   }
@@ -466,7 +445,7 @@ TEST(CudaGdn, ChunkedPrefillTensorCoresMatchCpuAndF32Kernels) {
 TEST(CudaGdn, RecurrentDecodeContinuesTensorCorePrefill) {
   VT_REQUIRE_GPU();
   Streams s;
-  PrefillPath path("tc");
+  cudatest::ScopedEnv path("VTLLM_GDN_PREFILL", "tc");
   const int64_t hk = 16, hv = 32, d = 128, steps = 3;
   const std::vector<int32_t> prompt{67, 130, 5}, slot{2, 0, 3};
   const int64_t B = int64_t(prompt.size()), slots = 4;

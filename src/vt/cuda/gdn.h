@@ -16,12 +16,14 @@
 //   gdn_gates: one thread per (token, value head).
 //   gated_delta_rule: the token recurrence of §8.6 (the recurrent op: decode). The
 //     recurrence is separable by value column: column e of S evolves from k, q, beta,
-//     g and v[e] alone. So each CTA owns (request, value head, 128 columns) and keeps
-//     its [Dk, 128] slice of the f32 state in registers for the whole request: Dk / 8
-//     warps, a warp 8 whole rows (a lane 4 columns: float4 loads of 512-byte rows), the
-//     column sums over rows finished through shared memory; k, q, v staged per token.
-//     Dk <= 128 (32, 64, 128 instantiated; others padded). Dv % 4 != 0, or
-//     VTLLM_GDN_DECODE=warp, takes the first kernel (a warp per 32 columns).
+//     g and v[e] alone. So each CTA owns (request, value head, 32 columns) and keeps
+//     its [Dk, 32] slice of the f32 state in registers for the whole request: 4 warps,
+//     a thread a float4 of columns in Dk / 16 rows (a warp load reads four 128-byte row
+//     segments), the column sums over rows finished by shuffles and shared memory; k, q,
+//     v staged per token. Small CTAs: eight per SM, so one's per-token barriers overlap
+//     the others' state traffic (gdn/delta_rows.cuh). Dk <= 128 (32, 64, 128
+//     instantiated; others padded). Dv % 4 != 0, or VTLLM_GDN_DECODE=warp, takes the
+//     first kernel (a warp per 32 columns).
 //   gated_delta_rule_chunked: the chunked form of §8.7 (the chunked op: prefill and
 //     mixed steps), chunks of 64 (gdn/delta_rule_chunked.cuh): a first kernel per
 //     (chunk, value head) solves the chunk's unit lower-triangular system into the
@@ -35,13 +37,17 @@
 //     count (exact with host indices, T / 64 + min(B, T / 16) with device ones). Work
 //     scratch up to ~256 MiB; a call with more chunks runs as several passes. The same
 //     math as the recurrence to f32 rounding.
-//   gdn_fused_recurrent: one kernel (gdn/fused_recurrent.cu), a CTA of Dk / 8 warps per
-//     (value head, request) in gated_delta_rule's rows layout and token code
-//     (gdn/delta_rows.cuh); per token it l2-normalises the q and k rows, computes the
-//     gates, runs the token and applies the gated RMSNorm, each with the unfused CUDA
-//     kernels' arithmetic and rounding points, so its out and state equal those of the
-//     unfused launches bit for bit. Dk <= 128, Dv <= 128 with Dv % 4 == 0 (a head's
-//     columns in one CTA, for the norm): gdn_fused_recurrent_supports().
+//   gdn_fused_recurrent: one kernel (gdn/fused_recurrent.cu) in gated_delta_rule's rows
+//     layout and token code (gdn/delta_rows.cuh), the ceil(Dv / 32) CTAs of a (request,
+//     value head) one thread-block cluster; per token it l2-normalises the q and k rows,
+//     computes the gates, runs the token, exchanges the head's rounded out through
+//     distributed shared memory and applies the gated RMSNorm, each with the unfused
+//     CUDA kernels' arithmetic and rounding points, so its out and state equal those of
+//     the unfused launches bit for bit. Dk <= 128, Dv <= 256 with Dv % 4 == 0:
+//     gdn_fused_recurrent_supports(). gdn_fused_recurrent_selected() is the op's choice
+//     between this kernel and the CUDA op sequence (same bytes): VTLLM_GDN_FUSED=1 the
+//     kernel wherever the shape allows, 0 never, auto (default) the measured rule, the
+//     kernel while its grid is at most two waves of resident CTAs.
 #pragma once
 
 #include "vt/ops/args.h"
@@ -62,6 +68,7 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
                               const Tensor& g, const Tensor& beta, float scale, const Varlen& req,
                               const Tensor& state, const Tensor& out);
 bool gdn_fused_recurrent_supports(int64_t dk, int64_t dv);
+bool gdn_fused_recurrent_selected(Stream& s, int64_t batch, int64_t hv, int64_t dk, int64_t dv);
 void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                          const Tensor& z, const Rows& a, const Rows& b, const Tensor& A_log,
                          const Tensor& dt_bias, DType beta_round, float scale, const Tensor& norm_w,

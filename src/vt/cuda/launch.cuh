@@ -51,28 +51,52 @@ __device__ __forceinline__ void pdl_trigger() {
 // Whether launch_kernel() adds the PDL attribute on this stream now.
 inline bool pdl_launch(const StreamState& st) { return capturing(st) && pdl_enabled(); }
 
-// kernel<<<grid, block, smem, st.stream>>>(args...), with PDL per pdl_launch(); throws
-// vtllm::Error naming `name` when the launch fails. The stream's device must be current.
+// A launch's shape: grid, block, dynamic shared memory and the thread-block cluster size
+// along x (0: no cluster attribute; else grid.x must be a multiple of it).
+struct LaunchShape {
+  dim3 grid, block;
+  size_t smem = 0;
+  unsigned cluster_x = 0;
+};
+
+// kernel<<<shape>>>(args...) on st.stream, with PDL per pdl_launch(); throws vtllm::Error
+// naming `name` when the launch fails. The stream's device must be current.
 template <class... Params, class... Args>
-void launch_kernel(StreamState& st, const char* name, void (*kernel)(Params...), dim3 grid,
-                   dim3 block, size_t smem, Args&&... args) {
+void launch_kernel(StreamState& st, const char* name, void (*kernel)(Params...),
+                   const LaunchShape& shape, Args&&... args) {
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
+  cfg.gridDim = shape.grid;
+  cfg.blockDim = shape.block;
+  cfg.dynamicSmemBytes = shape.smem;
   cfg.stream = st.stream;
-  cudaLaunchAttribute attr{};
-  if (pdl_launch(st)) {
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+  cudaLaunchAttribute attr[2]{};
+  unsigned n_attr = 0;
+  if (shape.cluster_x > 0) {
+    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+    attr[n_attr].val.clusterDim.x = shape.cluster_x;
+    attr[n_attr].val.clusterDim.y = 1;
+    attr[n_attr].val.clusterDim.z = 1;
+    ++n_attr;
   }
+  if (pdl_launch(st)) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n_attr;
   cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
   const cudaError_t last = cudaGetLastError();  // as VT_CUDA_CHECK_LAUNCH: clears it too
   if (e == cudaSuccess) e = last;
   if (e != cudaSuccess) [[unlikely]]
     detail::cuda_failed(e, name, __FILE__, __LINE__);
+}
+
+// The same without a cluster: kernel<<<grid, block, smem, st.stream>>>(args...).
+template <class... Params, class... Args>
+void launch_kernel(StreamState& st, const char* name, void (*kernel)(Params...), dim3 grid,
+                   dim3 block, size_t smem, Args&&... args) {
+  launch_kernel(st, name, kernel, LaunchShape{grid, block, smem, 0}, std::forward<Args>(args)...);
 }
 
 }  // namespace vt::cuda

@@ -1,8 +1,8 @@
 // The inline PTX every CUDA kernel family is written with (CUDA sources only), in one
 // place: cp.async copies, ldmatrix loads, mma.sync products, griddepcontrol, an L2
-// prefetch and the tf32 conversion. Kernels call these and hold no asm of their own, so
-// their logic reads without it, and a host emulation of the warp operations can stand in
-// for this one file to run a kernel's source on the CPU.
+// prefetch, the cluster barrier's halves and the tf32 conversion. Kernels call these and hold no
+// asm of their own, so their logic reads without it, and a host emulation of the warp operations
+// can stand in for this one file to run a kernel's source on the CPU.
 //
 // Variants that differ in what the compiler or the hardware may do are distinct
 // functions, never a flag: the cache hint of a copy, `asm volatile` or not, and the
@@ -142,6 +142,17 @@ __device__ __forceinline__ void grid_launch_dependents() {
 // what any load returns).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
+// The thread-block cluster barrier split in two (sm_90): arrive without memory ordering,
+// then wait. Every thread of the cluster's CTAs calls both, in this order, once per phase;
+// a wait returns once every thread of the cluster has arrived. Before the first access
+// to a peer's shared memory: the peer is then known to have started.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
 }
 
 }  // namespace vt::cuda::ptx

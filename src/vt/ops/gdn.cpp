@@ -250,7 +250,7 @@ void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tens
     return gdn_unfused_recurrent(s, q, k, v, z, a, b, A_log, dt_bias, beta_round, scale, norm_w,
                                  eps, query_start_loc, state, state_slots, out);
 #if VTLLM_WITH_CUDA
-  if (!cuda::gdn_fused_recurrent_supports(q.size(2), v.size(2)))
+  if (!cuda::gdn_fused_recurrent_selected(s, query_start_loc.size(0) - 1, hv, dk, dv))
     return gdn_unfused_recurrent(s, q, k, v, z, a, b, A_log, dt_bias, beta_round, scale, norm_w,
                                  eps, query_start_loc, state, state_slots, out);
   const Rows ar = rows_view(a, op, "a"), br = rows_view(b, op, "b");

@@ -67,8 +67,9 @@
 //   state_slots as gated_delta_rule_recurrent; out [T, Hv, Dv] contiguous, not
 //   overlapping an input. Any request lengths (a request's tokens run in order), but
 //   made for decode steps: the CUDA kernel walks a request's tokens serially. Head sizes
-//   the CUDA kernel does not take (Dk > 128, Dv > 128 or Dv % 4 != 0) run the sequence
-//   of CUDA ops instead (same results, five launches).
+//   the CUDA kernel does not take (Dk > 128, Dv > 256 or Dv % 4 != 0), and batches past
+//   the measured rule of vt/cuda/gdn.h (VTLLM_GDN_FUSED), run the sequence of CUDA ops
+//   instead (same results, five launches).
 // Backends: CPU (reference) and CUDA (vt/cuda/gdn.h).
 #pragma once
 

@@ -6,10 +6,11 @@
 // (2 Dk Dv 4 B), k, q, v read; FLOPs 4 Dk Dv: memory-bound, ceiling the copy rate.
 //
 // Two kernels:
-//   delta_rule_rows_kernel (default; Dv % 4 == 0): a CTA of Dk / 8 warps per (request,
-//     value head, 128 value columns), its [Dk, 128] state slice in registers (lane l
-//     columns 4l .. 4l + 3, warp w rows 8w .. 8w + 7; 2 CTAs of 512 per SM); the token
-//     math is gdn/delta_rows.cuh, shared with the fused decode step (fused_recurrent.cu).
+//   delta_rule_rows_kernel (default; Dv % 4 == 0): a CTA of 4 warps per (request, value
+//     head, 32 value columns), its [Dk, 32] state slice in registers (a float4 of
+//     columns and Dk / 16 rows per thread; 8 CTAs of 128 per SM); the layout and the
+//     token math are gdn/delta_rows.cuh, shared with the fused decode step
+//     (fused_recurrent.cu).
 //   delta_rule_warp_kernel (VTLLM_GDN_DECODE=warp, or Dv % 4 != 0): the first version,
 //     one warp per (request, value head, 32 columns), a [Dk, 32] slice in registers.
 #include <algorithm>
@@ -110,33 +111,33 @@ __global__ void __launch_bounds__(kCols) delta_rule_warp_kernel(DeltaParams p) {
   }
 }
 
+using gdn_rows::kColLanes;
 using gdn_rows::kColsPerCta;
-using gdn_rows::kRowsPerWarp;
+using gdn_rows::kRowsPer;
 
-// One CTA per (request, value head, kColsPerCta columns); DK / kRowsPerWarp warps; the
-// token math is gdn_rows::token_step (gdn/delta_rows.cuh).
+// One CTA of gdn_rows::kThreads per (request, value head, kColsPerCta columns); the token
+// math is gdn_rows::token_step (gdn/delta_rows.cuh).
 template <int DK>
-__global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsPerWarp * kWarp))
+__global__ void __launch_bounds__(gdn_rows::kThreads, gdn_rows::kCtasPerSm)
     delta_rule_rows_kernel(DeltaParams p) {
   pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
   pdl_trigger();
-  constexpr int kThreads = DK / kRowsPerWarp * kWarp;
   __shared__ gdn_rows::Smem<DK> sm;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int col = blockIdx.x * kColsPerCta + 4 * lane, h = blockIdx.y, b = blockIdx.z;
+  const int col = blockIdx.x * kColsPerCta + 4 * (lane % kColLanes), h = blockIdx.y, b = blockIdx.z;
   const bool active = col < p.dv;  // dv % 4 == 0: all four columns or none
-  const int hk = h / p.ratio, row0 = warp * kRowsPerWarp;
+  const int hk = h / p.ratio;
   float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * p.dk) * p.dv;
-  float4 S[kRowsPerWarp];
-  gdn_rows::load_tile(S, S_g, p.dk, p.dv, row0, col, active);
+  float4 S[kRowsPer<DK>];
+  gdn_rows::load_tile<DK>(S, S_g, p.dk, p.dv, warp, lane, col, active);
   const int64_t t_end = p.start[b + 1];
   for (int64_t t = p.start[b]; t < t_end; ++t) {
-    for (int i = threadIdx.x; i < DK; i += kThreads) {  // zero k rows keep padded S rows zero
+    for (int i = threadIdx.x; i < DK; i += gdn_rows::kThreads) {  // zero k rows: zero S rows
       sm.k[i] = i < p.dk ? load_f32(p.k, p.k_dtype, t * p.k_t + int64_t(hk) * p.k_h + i) : 0.0f;
       sm.q[i] =
           i < p.dk ? load_f32(p.q, p.q_dtype, t * p.q_t + int64_t(hk) * p.q_h + i) * p.scale : 0.0f;
     }
-    if (warp == 0) {
+    if (warp == 0 && lane < kColLanes) {
       const int64_t v0 = t * p.v_t + int64_t(h) * p.v_h + col;
       sm.v[lane] =
           active ? make_float4(load_f32(p.v, p.v_dtype, v0), load_f32(p.v, p.v_dtype, v0 + 1),
@@ -146,7 +147,7 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
     const float decay = expf(p.g[t * p.hv + h]), bt = p.beta[t * p.hv + h];
     __syncthreads();  // k, q, v staged (and the last token's part_o read)
     const float4 osum = gdn_rows::token_step<DK>(S, sm, decay, bt, warp, lane);
-    if (warp == 0 && active) {
+    if (warp == 0 && lane < kColLanes && active) {
       const int64_t o0 = (t * p.hv + h) * p.dv + col;
       store_f32(p.out, p.out_dtype, o0, osum.x);
       store_f32(p.out, p.out_dtype, o0 + 1, osum.y);
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
       store_f32(p.out, p.out_dtype, o0 + 3, osum.w);
     }
   }
-  gdn_rows::store_tile(S, S_g, p.dk, p.dv, row0, col, active);
+  gdn_rows::store_tile<DK>(S, S_g, p.dk, p.dv, warp, lane, col, active);
 }
 
 // VTLLM_GDN_DECODE=warp selects delta_rule_warp_kernel (the comparison in
@@ -188,16 +189,15 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
   const bool aligned = dv % 4 == 0 && reinterpret_cast<uintptr_t>(state.data_ptr()) % 16 == 0;
   if (aligned && rows_kernel_selected()) {
     const dim3 grid(unsigned((dv + kColsPerCta - 1) / kColsPerCta), unsigned(hv), unsigned(B));
-    const auto rows = [&](auto kernel, int dk_padded) {
-      launch_kernel(st, "delta_rule_rows_kernel", kernel, grid,
-                    dim3(dk_padded / kRowsPerWarp * kWarp), 0, p);
+    const auto rows = [&](auto kernel) {
+      launch_kernel(st, "delta_rule_rows_kernel", kernel, grid, dim3(gdn_rows::kThreads), 0, p);
     };
     if (dk <= 32)
-      rows(delta_rule_rows_kernel<32>, 32);
+      rows(delta_rule_rows_kernel<32>);
     else if (dk <= 64)
-      rows(delta_rule_rows_kernel<64>, 64);
+      rows(delta_rule_rows_kernel<64>);
     else
-      rows(delta_rule_rows_kernel<128>, 128);
+      rows(delta_rule_rows_kernel<128>);
     return;
   }
   const dim3 grid(unsigned((dv + kCols - 1) / kCols), unsigned(hv), unsigned(B));

@@ -2,24 +2,32 @@
 // for the token recurrence in one kernel, the decode step's l2_normalize, gdn_gates,
 // gated_delta_rule_recurrent and gated_rms_norm launches made one.
 //
-// A CTA of Dk / 8 warps per (value head, request), the recurrent op's rows layout
-// (gdn/delta_rows.cuh: the [Dk, Dv] state slice in registers, the token math shared with
-// delta_rule_rows_kernel). Per token of the request:
+// The recurrent op's rows layout (gdn/delta_rows.cuh): a CTA of 4 warps per (request,
+// value head, 32 value columns) with its [Dk, 32] state slice in registers, the token
+// math shared with delta_rule_rows_kernel. The ceil(Dv / 32) CTAs of a head form a
+// thread-block cluster, because the gated norm needs the whole head's out. Per token:
 //   warp 0 l2-normalises the q head row and scales it, warp 1 the k row, warp 2 stages
-//   v and its lane 0 computes the gates (gdn/gates.cuh, gates_kernel's code), warp 3
-//   stages silu(z) for the norm (so no load waits after the step);
+//   the CTA's v columns and its lane 8 computes the gates (gdn/gates.cuh, gates_kernel's
+//   code), warp 3 stages silu(z) of the CTA's columns for the norm (so no load waits
+//   after the step);
 //   the CTA runs the token (gdn_rows::token_step);
-//   warp 0 rounds the head's out to out's dtype and applies the gated RMSNorm.
+//   warp 0 rounds its columns of out to out's dtype and writes them into every CTA of
+//   the cluster (distributed shared memory), the cluster syncs, and warp 0 of each CTA
+//   applies the gated RMSNorm over the whole head to its own columns.
 // The l2 and gated norms repeat row_norm_kernel's arithmetic (cuda/norm/l2_gated.cu:
 // lane-strided f32 partials, warp_sum, rsqrtf, its rounding points) so that every
 // value equals the unfused launches' bit for bit: q and k in f32, beta rounded to
 // beta_round, o rounded to out's dtype before the norm, then R(o r), R(w n) and
 // R(n silu(z)) for a narrow out. Dk <= 128 (32, 64, 128 instantiated; others padded),
-// Dv <= 128 with Dv % 4 == 0.
+// Dv <= 32 x 8 (the portable cluster size) with Dv % 4 == 0.
 //
 // Bytes per token and (request, head): the f32 state read and written (2 Dk Dv 4 B) plus
 // the q, k, v, z rows; memory-bound like the recurrent op, ceiling the copy rate.
+#include <cooperative_groups.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "vt/cuda/check.h"
@@ -36,8 +44,13 @@ namespace vt::cuda {
 
 namespace {
 
+namespace cg = cooperative_groups;
+using gdn_rows::kColLanes;
 using gdn_rows::kColsPerCta;
-using gdn_rows::kRowsPerWarp;
+using gdn_rows::kRowsPer;
+
+constexpr int kMaxCluster = 8;                     // portable cluster size
+constexpr int kMaxDv = kMaxCluster * kColsPerCta;  // 256
 
 // [T, heads, D] with head_dim contiguous: element i of (t, head) at t * t_stride +
 // head * h_stride + i.
@@ -95,40 +108,50 @@ __device__ __forceinline__ void l2_row(const HeadsRef& x, int64_t off, int n, fl
 }
 
 template <int DK>
-__global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsPerWarp * kWarp))
+__global__ void __launch_bounds__(gdn_rows::kThreads, gdn_rows::kCtasPerSm)
     gdn_fused_recurrent_kernel(FusedParams p) {
   pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
   pdl_trigger();
+  static_assert(gdn_rows::kWarps >= 4, "four staging roles");
   __shared__ gdn_rows::Smem<DK> sm;
-  __shared__ float o_s[kColsPerCta];  // the token's out, rounded to out's dtype
+  // The head's out, rounded to out's dtype, by token parity: every CTA of the cluster
+  // writes its columns here in every CTA (a CTA cannot get two tokens ahead of another:
+  // the cluster barrier of each token is between).
+  __shared__ float o_s[2][kMaxDv];
   __shared__ float gate_s[2];         // the token's decay exp(g) and beta
-  __shared__ float w_s[kColsPerCta];  // the norm weight
-  // silu(z) of the token, by token parity: warp 3 stages token t + 1 while warp 0 may
-  // still read token t's (it cannot get two tokens ahead: the barriers between).
+  __shared__ float w_s[kColsPerCta];  // the norm weight of the CTA's columns
+  // silu(z) of the CTA's columns, by token parity: warp 3 stages token t + 1 while warp 0
+  // may still read token t's (it cannot get two tokens ahead: the barriers between).
   __shared__ float silu_z_s[2][kColsPerCta];
+  cg::cluster_group cluster = cg::this_cluster();
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int col = 4 * lane, h = blockIdx.x, b = blockIdx.y;
+  const int c0 = blockIdx.x * kColsPerCta, h = blockIdx.y, b = blockIdx.z;
+  const int col = c0 + 4 * (lane % kColLanes);
   const bool active = col < p.dv;  // dv % 4 == 0: all four columns or none
-  const int hk = h / p.ratio, row0 = warp * kRowsPerWarp;
+  const int hk = h / p.ratio;
   float* S_g = p.state + ((int64_t(p.slot[b]) * p.hv + h) * p.dk) * p.dv;
-  float4 S[kRowsPerWarp];
-  gdn_rows::load_tile(S, S_g, p.dk, p.dv, row0, col, active);
+  float4 S[kRowsPer<DK>];
+  gdn_rows::load_tile<DK>(S, S_g, p.dk, p.dv, warp, lane, col, active);
   if (warp == 3)
-    for (int i = lane; i < p.dv; i += kWarp) w_s[i] = load_f32(p.norm_w, p.norm_w_dtype, i);
-  const int64_t t_end = p.start[b + 1];
-  for (int64_t t = p.start[b]; t < t_end; ++t) {
+    w_s[lane] = c0 + lane < p.dv ? load_f32(p.norm_w, p.norm_w_dtype, c0 + lane) : 0.0f;
+  const int64_t t_begin = p.start[b], t_end = p.start[b + 1];
+  // The cluster's CTAs share b: all take the same branches on the token count.
+  if (t_begin < t_end) ptx::cluster_arrive_relaxed();  // waited before the first remote write
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    const int par = int(t & 1);
     if (warp == 0) {
       l2_row<DK>(p.q, p.q.at(t, hk), p.dk, p.scale, sm.q, lane);
     } else if (warp == 1) {
       l2_row<DK>(p.k, p.k.at(t, hk), p.dk, 1.0f, sm.k, lane);
     } else if (warp == 2) {
-      const int64_t v0 = p.v.at(t, h) + col;
-      sm.v[lane] = active ? make_float4(load_f32(p.v.data, p.v.dtype, v0),
-                                        load_f32(p.v.data, p.v.dtype, v0 + 1),
-                                        load_f32(p.v.data, p.v.dtype, v0 + 2),
-                                        load_f32(p.v.data, p.v.dtype, v0 + 3))
-                          : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (lane == 0) {
+      if (lane < kColLanes) {
+        const int64_t v0 = p.v.at(t, h) + col;
+        sm.v[lane] = active ? make_float4(load_f32(p.v.data, p.v.dtype, v0),
+                                          load_f32(p.v.data, p.v.dtype, v0 + 1),
+                                          load_f32(p.v.data, p.v.dtype, v0 + 2),
+                                          load_f32(p.v.data, p.v.dtype, v0 + 3))
+                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      } else if (lane == kColLanes) {
         // exp of the f32 g, as the recurrence reads gdn_gates' output.
         gate_s[0] = expf(gdn_gate::log_decay(load_f32(p.a.row(t), p.a.dtype, h),
                                              load_f32(p.a_log, p.a_log_dtype, h),
@@ -137,45 +160,68 @@ __global__ void __launch_bounds__(DK / kRowsPerWarp * kWarp, 1024 / (DK / kRowsP
       }
     } else if (warp == 3) {
       // The norm's gate now, off the path after the token's step.
-      const int64_t z0 = p.z.at(t, h);
-      for (int i = lane; i < p.dv; i += kWarp)
-        silu_z_s[t & 1][i] = siluf(load_f32(p.z.data, p.z.dtype, z0 + i));
+      silu_z_s[par][lane] =
+          c0 + lane < p.dv ? siluf(load_f32(p.z.data, p.z.dtype, p.z.at(t, h) + c0 + lane)) : 0.0f;
     }
     __syncthreads();  // q, k, v, gates, silu(z) staged (and the last token's part_o read)
     const float4 o = gdn_rows::token_step<DK>(S, sm, gate_s[0], gate_s[1], warp, lane);
-    if (warp == 0) {
-      // gated_rms_norm of the head (row_norm_kernel<true>'s order) on out rounded to its
-      // dtype, as the unfused path stores o and the norm reads it back.
-      if (active) {
-        o_s[col] = round_to(o.x, p.out_dtype);
-        o_s[col + 1] = round_to(o.y, p.out_dtype);
-        o_s[col + 2] = round_to(o.z, p.out_dtype);
-        o_s[col + 3] = round_to(o.w, p.out_dtype);
+    // The state is final after the last token: its stores drain during the exchange.
+    if (t + 1 == t_end) gdn_rows::store_tile<DK>(S, S_g, p.dk, p.dv, warp, lane, col, active);
+    // Every CTA of the cluster has started (its shared memory may be written).
+    if (t == t_begin) ptx::cluster_wait();
+    if (warp == 0 && lane < kColLanes && active) {
+      // out rounded to its dtype, as the unfused path stores o and the norm reads it back.
+      const float4 r = make_float4(round_to(o.x, p.out_dtype), round_to(o.y, p.out_dtype),
+                                   round_to(o.z, p.out_dtype), round_to(o.w, p.out_dtype));
+      for (unsigned rank = 0; rank < cluster.num_blocks(); ++rank) {
+        float* dst = cluster.map_shared_rank(&o_s[par][col], rank);
+        dst[0] = r.x;
+        dst[1] = r.y;
+        dst[2] = r.z;
+        dst[3] = r.w;
       }
-      __syncwarp();
+    }
+    cluster.sync();  // the head's out in every CTA of the cluster
+    if (warp == 0) {
+      // gated_rms_norm of the head (row_norm_kernel<true>'s order) on the rounded out.
+      const float* oh = o_s[par];
       float ss = 0.0f;
-      for (int i = lane; i < p.dv; i += kWarp) ss += o_s[i] * o_s[i];
+      for (int i = lane; i < p.dv; i += kWarp) ss += oh[i] * oh[i];
       ss = warp_sum(ss);
       const float inv = rsqrtf(ss / float(p.dv) + p.eps);
-      const int64_t y0 = (t * p.hv + h) * p.dv;
-      const float* silu_z = silu_z_s[t & 1];
-      for (int i = lane; i < p.dv; i += kWarp) {
-        float v = o_s[i] * inv;
+      const int i = c0 + lane;
+      if (i < p.dv) {
+        float v = oh[i] * inv;
         if (p.out_dtype != DType::kF32)
-          v = round_to(round_to(v, p.out_dtype) * w_s[i], p.out_dtype) * silu_z[i];
+          v = round_to(round_to(v, p.out_dtype) * w_s[lane], p.out_dtype) * silu_z_s[par][lane];
         else
-          v = v * w_s[i] * silu_z[i];
-        store_f32(p.out, p.out_dtype, y0 + i, v);
+          v = v * w_s[lane] * silu_z_s[par][lane];
+        store_f32(p.out, p.out_dtype, (t * p.hv + h) * p.dv + i, v);
       }
     }
   }
-  gdn_rows::store_tile(S, S_g, p.dk, p.dv, row0, col, active);
 }
 
 }  // namespace
 
 bool gdn_fused_recurrent_supports(int64_t dk, int64_t dv) {
-  return dk >= 1 && dk <= 128 && dv >= 1 && dv <= kColsPerCta && dv % 4 == 0;
+  return dk >= 1 && dk <= 128 && dv >= 1 && dv <= kMaxDv && dv % 4 == 0;
+}
+
+bool gdn_fused_recurrent_selected(Stream& s, int64_t batch, int64_t hv, int64_t dk, int64_t dv) {
+  if (!gdn_fused_recurrent_supports(dk, dv)) return false;
+  const char* v = std::getenv("VTLLM_GDN_FUSED");
+  const std::string mode = v ? v : "auto";
+  VT_CHECK(mode == "auto" || mode == "1" || mode == "0", "VTLLM_GDN_FUSED=", mode,
+           ": expected auto, 1 or 0");
+  if (mode != "auto") return mode == "1";
+  // Measured on the H200 (docs/BENCHMARKS.md, cuda_gdn_bench decode): the fused kernel
+  // wins while its grid fills at most two residency waves (B 16 x Hv 32: 28.6 against
+  // 30.2 us), the op sequence beyond (B 32 x Hv 32: 51.7 against 48.3 us; B 64: 96.9
+  // against 83.4), where the fused CTA's serial part after the step (the exchange, the
+  // norm) holds a slot the state traffic of another CTA could use.
+  const int64_t ctas = batch * hv * ((dv + kColsPerCta - 1) / kColsPerCta);
+  return ctas <= 2 * int64_t(gdn_rows::kCtasPerSm) * s.cuda_state().num_sms;
 }
 
 void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -186,11 +232,11 @@ void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tens
   const int64_t B = req.batch(), hv = v.size(1), dk = q.size(2), dv = v.size(2);
   if (B == 0 || hv == 0 || dv == 0) return;
   VT_CHECK(gdn_fused_recurrent_supports(dk, dv), op, ": head dims ", dk, " x ", dv,
-           ": the kernel takes Dk <= 128 and Dv <= ", kColsPerCta,
-           " with Dv % 4 == 0 (one CTA holds a head's columns for its norm)");
+           ": the kernel takes Dk <= 128 and Dv <= ", kMaxDv,
+           " with Dv % 4 == 0 (one cluster holds a head's columns for its norm)");
   VT_CHECK(reinterpret_cast<uintptr_t>(state.data_ptr()) % 16 == 0, op,
            ": state is not 16-byte aligned");
-  VT_CHECK(B <= 65535 && hv < (int64_t(1) << 31), op, ": grid too large");
+  VT_CHECK(B <= 65535 && hv <= 65535, op, ": grid too large");
   StreamState& st = s.cuda_state();
   set_device(st);
   const auto [d_start, d_slot] = device_varlen(st, req);
@@ -218,19 +264,19 @@ void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tens
                       .ratio = int(hv / q.size(1)),
                       .dk = int(dk),
                       .dv = int(dv)};
-  const dim3 grid{unsigned(hv), unsigned(B)};
-  const char* name = "gdn_fused_recurrent_kernel";
-  // The smallest instantiated state height that holds dk (zero-padded past dk); at least
-  // four warps, for the staging roles.
+  const unsigned cluster = unsigned((dv + kColsPerCta - 1) / kColsPerCta);
+  const dim3 grid{cluster, unsigned(hv), unsigned(B)};
+  const auto run = [&](auto kernel) {
+    launch_kernel(st, "gdn_fused_recurrent_kernel", kernel,
+                  LaunchShape{grid, dim3(gdn_rows::kThreads), 0, cluster}, p);
+  };
+  // The smallest instantiated state height that holds dk (zero-padded past dk).
   if (dk <= 32)
-    launch_kernel(st, name, gdn_fused_recurrent_kernel<32>, grid, dim3(32 / kRowsPerWarp * kWarp),
-                  0, p);
+    run(gdn_fused_recurrent_kernel<32>);
   else if (dk <= 64)
-    launch_kernel(st, name, gdn_fused_recurrent_kernel<64>, grid, dim3(64 / kRowsPerWarp * kWarp),
-                  0, p);
+    run(gdn_fused_recurrent_kernel<64>);
   else
-    launch_kernel(st, name, gdn_fused_recurrent_kernel<128>, grid, dim3(128 / kRowsPerWarp * kWarp),
-                  0, p);
+    run(gdn_fused_recurrent_kernel<128>);
 }
 
 }  // namespace vt::cuda
