@@ -4,9 +4,12 @@
 // into the activation dtype and gated_rms_norm. Random inputs laid out as the layer's
 // (head views of column slices of the conv output and of the projection), bf16 and f32
 // activations, Hv / Hk 2 and 3, requests of one and of several tokens in out-of-order
-// slots, a fresh (zero) slot among them; out and state must be equal bit for bit.
+// slots, a fresh (zero) slot among them; out and state must be equal bit for bit. And,
+// since that only ties the op to its own parts, f32 steps against qwen3_5.md §8.4-8.6 and
+// §5.2 evaluated in double here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -149,6 +152,117 @@ TEST(GdnFusedRecurrent, DecodeStepsEqualUnfusedOps) {
     const Tensor y1 = fused(s, st, st_fused, 1e-6f);
     expect_same_bytes(y0, y1, "step " + std::to_string(step) + ": out");
     expect_same_bytes(st_unfused, st_fused, "step " + std::to_string(step) + ": state");
+  }
+}
+
+// The layer's decode math of qwen3_5.md (§8.4 gates, §8.5 l2norm and q scale, §8.6 the
+// token loop, §5.2 the gated norm with a plain weight) in double, for f32 activations (no
+// rounding points): out [T, Hv, Dv] and the state, updated in place.
+std::vector<double> reference_step(const Step& st, std::vector<double>& state, double eps) {
+  const auto f = [](const Tensor& t, int64_t i, int64_t j, int64_t k) {
+    return double(t.data<float>()[i * t.stride(0) + j * t.stride(1) + k * t.stride(2)]);
+  };
+  const auto at2 = [](const Tensor& t, int64_t i, int64_t j) {
+    return double(t.data<float>()[i * t.stride(0) + j * t.stride(1)]);
+  };
+  const Tensor q = st.q(), k = st.k(), v = st.v(), z = st.z(), a = st.a(), b = st.b();
+  const int64_t ratio = st.hv / st.hk;
+  std::vector<double> out(size_t(st.T * st.hv * st.dv));
+  for (size_t r = 0; r + 1 < st.qsl.size(); ++r)
+    for (int64_t t = st.qsl[r]; t < st.qsl[r + 1]; ++t)
+      for (int64_t h = 0; h < st.hv; ++h) {
+        const int64_t hk = h / ratio;
+        const double x = at2(a, t, h) + double(st.dtb.data<float>()[h]);
+        const double g =
+            -std::exp(double(st.alog.data<float>()[h])) * (x > 20 ? x : std::log1p(std::exp(x)));
+        const double beta = 1 / (1 + std::exp(-at2(b, t, h)));
+        std::vector<double> qn(size_t(st.dk)), kn(size_t(st.dk));
+        double sq = 0, sk = 0;
+        for (int64_t i = 0; i < st.dk; ++i) {
+          sq += f(q, t, hk, i) * f(q, t, hk, i);
+          sk += f(k, t, hk, i) * f(k, t, hk, i);
+        }
+        for (int64_t i = 0; i < st.dk; ++i) {
+          qn[size_t(i)] = f(q, t, hk, i) / std::sqrt(sq + 1e-6) / std::sqrt(double(st.dk));
+          kn[size_t(i)] = f(k, t, hk, i) / std::sqrt(sk + 1e-6);
+        }
+        double* S = state.data() + (st.slots[r] * st.hv + h) * st.dk * st.dv;
+        std::vector<double> o(size_t(st.dv));
+        for (int64_t e = 0; e < st.dv; ++e) {
+          double m = 0;
+          for (int64_t i = 0; i < st.dk; ++i) {
+            S[i * st.dv + e] *= std::exp(g);
+            m += S[i * st.dv + e] * kn[size_t(i)];
+          }
+          const double u = beta * (f(v, t, h, e) - m);
+          for (int64_t i = 0; i < st.dk; ++i) {
+            S[i * st.dv + e] += kn[size_t(i)] * u;
+            o[size_t(e)] += S[i * st.dv + e] * qn[size_t(i)];
+          }
+        }
+        double ms = 0;
+        for (double x2 : o) ms += x2 * x2;
+        const double inv = 1 / std::sqrt(ms / double(st.dv) + eps);
+        for (int64_t e = 0; e < st.dv; ++e) {
+          const double zv = f(z, t, h, e);
+          out[size_t((t * st.hv + h) * st.dv + e)] =
+              o[size_t(e)] * inv * double(st.nw.data<float>()[e]) * zv / (1 + std::exp(-zv));
+        }
+      }
+  return out;
+}
+
+// |got - want| <= tol (|want| + rms(want)) for every element; reports the worst.
+void expect_near_double(const std::vector<double>& want, const Tensor& got, double tol,
+                        const std::string& what) {
+  ASSERT_EQ(int64_t(want.size()), got.numel()) << what;
+  double ss = 0;
+  for (double w : want) ss += w * w;
+  const double rms = std::sqrt(ss / double(std::max<size_t>(want.size(), 1)));
+  double worst = 0;
+  int64_t at = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = double(got.data<float>()[i]), w = want[size_t(i)];
+    const double r = std::abs(g - w) / (std::abs(w) + rms);
+    if (!(r <= worst)) {  // NaN counts as the worst
+      worst = std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol) << what << ": worst at " << at << " got " << got.data<float>()[at]
+                        << " want " << want[size_t(at)];
+}
+
+// f32 activations against the double reference over consecutive steps: requests of one
+// and of several tokens in out-of-order slots, a fresh slot among them, Hv / Hk 2 and 3,
+// the Qwen3.5 head size and a small one.
+TEST(GdnFusedRecurrent, MatchesDoubleReferenceOfTheLayerMath) {
+  Stream s;
+  struct Case {
+    int64_t hk, ratio, dk, dv;
+    std::vector<int32_t> qsl, slots;
+  };
+  unsigned seed = 120;
+  for (const Case& c : {Case{2, 3, 32, 24, {0, 1, 4, 5, 7}, {5, 0, 3, 2}},
+                        Case{2, 2, 128, 128, {0, 1, 2, 3}, {2, 4, 0}}}) {
+    Step st = make_step(c.hk, c.ratio, c.dk, c.dv, DType::kF32, c.qsl, c.slots, 6, seed++);
+    Tensor state = clone(s, st.state);
+    std::vector<double> ref_state(size_t(state.numel()));
+    std::copy(state.data<float>(), state.data<float>() + state.numel(), ref_state.begin());
+    for (int step = 0; step < 3; ++step) {
+      if (step > 0) {  // new activations, the same weights and states
+        const Step next =
+            make_step(c.hk, c.ratio, c.dk, c.dv, DType::kF32, c.qsl, c.slots, 6, seed++);
+        st.act = next.act;
+        st.proj = next.proj;
+      }
+      const std::string what = "Dk " + std::to_string(c.dk) + " Hv/Hk " + std::to_string(c.ratio) +
+                               " step " + std::to_string(step);
+      const std::vector<double> want = reference_step(st, ref_state, 1e-6);
+      const Tensor y = fused(s, st, state, 1e-6f);
+      expect_near_double(want, y, 2e-5, what + ": out");
+      expect_near_double(ref_state, state, 2e-5, what + ": state");
+    }
   }
 }
 
