@@ -39,9 +39,7 @@
 #include "vt/cuda/api.h"
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/launch.h"
-#if VTLLM_WITH_CUDA
 #include "vt/cuda/stream_state.h"
-#endif
 #endif
 
 namespace vt {
