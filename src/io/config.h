@@ -3,7 +3,7 @@
 // Supported `architectures[0]`: LlamaForCausalLM, Qwen3ForCausalLM,
 // Qwen3_5ForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForCausalLM,
 // Qwen3_5MoeForConditionalGeneration. Every field left out of the file takes the
-// default transformers 5.17 gives it (see ../shared/reference/qwen3_5.md §2.2);
+// default transformers 5.17 gives it (see docs/qwen3_5.md §2.2);
 // the defaults live in config.cpp next to the field names, one place.
 //
 // The structs are plain values; nothing here needs JSON to be read. Errors name the
