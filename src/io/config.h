@@ -4,7 +4,7 @@
 // qwen3_5, qwen3_5_moe_text, qwen3_5_moe), as transformers' config classes; the model
 // class (`architectures[0]`) is the models layer's: its registry hands the parser a
 // ConfigClass. Every field left out of the file takes the default transformers 5.17
-// gives it (qwen3_5.md §2.2); the defaults live in config.cpp next to the field names.
+// gives it (docs/qwen3_5.md §2.2); the defaults live in config.cpp next to the field names.
 //
 // The structs are plain values; nothing here needs JSON to be read. Errors name the
 // file and the field ("config.json: text_config.hidden_size: expected an integer,
