@@ -1,10 +1,9 @@
 #include "io/config.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "io/json_fields.h"
 
 namespace vtllm::io {
@@ -33,14 +32,6 @@ const std::vector<ArchInfo>& arch_table() {
 }
 
 bool is_qwen3_5(Architecture a) { return a == Architecture::kQwen3_5 || a == Architecture::kQwen3_5Moe; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) VT_THROW(path, ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 vt::DType parse_torch_dtype(const Fields& f, const char* key, const std::string& s) {
   if (s == "float32" || s == "float") return vt::DType::kF32;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "text/tokenizer.h"
 #include "tokenizer_test_util.h"
 
