@@ -1,16 +1,17 @@
 #include "io/config.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "base/file.h"
-#include "io/json_fields.h"
+#include "base/json.h"
 
 namespace vtllm::io {
 
 namespace {
 
-using detail::Fields;
+using Fields = JsonFields;
 
 struct ArchInfo {
   const char* cls;
@@ -284,7 +285,7 @@ int64_t TextConfig::count_layers(LayerType t) const {
 }
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& file_name) {
-  const detail::json root = detail::parse_json(json_text, file_name);
+  const Json root = json_parse(json_text, file_name);
   const Fields top(root, file_name, "");
 
   auto archs = top.opt_string_list("architectures");
@@ -312,7 +313,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 
   // Qwen3.5 keeps the language model under text_config (a CausalLM class reads it from
   // there too, as transformers' base_config_key does); others are flat.
-  const detail::json empty = detail::json::object();
+  const Json empty = Json::object();
   std::optional<Fields> text_fields = is_qwen3_5(c.arch) ? top.child("text_config") : std::nullopt;
   if (c.multimodal && !text_fields) text_fields = Fields(empty, file_name, "text_config");
   const Fields& tf = text_fields ? *text_fields : top;
@@ -343,7 +344,7 @@ ModelConfig load_model_config(const std::string& dir) {
 }
 
 GenerationConfig parse_generation_config(const std::string& json_text, const std::string& file_name) {
-  const detail::json root = detail::parse_json(json_text, file_name);
+  const Json root = json_parse(json_text, file_name);
   const Fields f(root, file_name, "");
   GenerationConfig g;
   g.eos_token_ids = f.int_or_list("eos_token_id");
