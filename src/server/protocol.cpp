@@ -183,12 +183,13 @@ std::string message_content(const json& content, size_t i) {
   }
   std::string text;
   bool first = true;
+  size_t k = 0;
   for (const json& part : content) {
     if (!part.is_object()) {
       throw ApiError::bad_request(param, str_cat("'", param, "' parts must be objects"),
                                   "invalid_type");
     }
-    const JsonFields pf(part, JsonPath("", param));
+    const JsonFields pf(part, JsonPath("", str_cat(param, "[", k++, "]")));
     const std::optional<std::string> type = pf.opt_string("type");
     if (type != "text") {
       throw ApiError::bad_request(
