@@ -27,7 +27,6 @@
 #include "engine/async_engine.h"
 #include "engine/model_executor.h"
 #include "server/openai_service.h"
-#include "server/text_detokenizer.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -89,8 +88,7 @@ struct World {
     ec.kv_cache.num_blocks = 256 * 3 + 1;  // every sample of n = 128 at once
     ec.eos_token_ids = {4098};
     engine = std::make_unique<engine::AsyncEngine>(
-        ec, std::make_unique<FakeModel>(int64_t(tokenizer.id_end())),
-        std::make_unique<server::TextDetokenizerFactory>(tokenizer));
+        ec, std::make_unique<FakeModel>(int64_t(tokenizer.id_end())), &tokenizer);
     server::ServiceConfig sc;
     sc.model_name = "tiny";
     sc.model_root = dir;

@@ -6,10 +6,10 @@
 namespace vtllm::engine {
 
 LlmEngine::LlmEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
-                     std::unique_ptr<DetokenizerFactory> detokenizer)
+                     const text::Tokenizer* tokenizer)
     : config_(config),
       executor_(std::move(executor)),
-      detokenizer_(std::move(detokenizer)),
+      tokenizer_(tokenizer),
       scheduler_(config.scheduler, config.kv_cache),
       sampler_(config.sampler) {
   VT_CHECK(executor_ != nullptr, "engine: no model executor");
@@ -24,7 +24,7 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     VT_THROW("request '", id, "': ", e.what());
   }
   if (children_.contains(id)) VT_THROW("request '", id, "': the id is already in use");
-  if (!params.stop.empty() && !detokenizer_)
+  if (!params.stop.empty() && !tokenizer_)
     VT_THROW("request '", id, "': stop strings need a tokenizer, and this engine has none");
   for (int32_t t : prompt)
     if (t < 0 || t >= vocab)
@@ -47,8 +47,8 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     t.parent = id;
     t.index = static_cast<int>(i);
     t.include_stop = params.include_stop_str_in_output;
-    if (detokenizer_)
-      t.detok = detokenizer_->create(reqs[i]->prompt_token_ids, params.skip_special_tokens);
+    if (tokenizer_)
+      t.detok.emplace(*tokenizer_, params.skip_special_tokens, reqs[i]->prompt_token_ids);
     if (!params.stop.empty()) t.stops.emplace(params.stop, params.include_stop_str_in_output);
     try {
       scheduler_.add_request(std::move(reqs[i]));
@@ -82,7 +82,7 @@ EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
   // part of the text unless include_stop_str_in_output.
   size_t n = o.new_token_ids.size();
   if (o.finished && o.finish_reason == FinishReason::kStop && !t.include_stop && n > 0) --n;
-  for (size_t i = 0; i < n; ++i) text += t.detok->add(o.new_token_ids[i]);
+  for (size_t i = 0; i < n; ++i) text += t.detok->push(o.new_token_ids[i]);
   // A request that ends inside a character still shows it (as U+FFFD, as HF decode).
   if (o.finished) text += t.detok->finish();
   if (!t.stops) {

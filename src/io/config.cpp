@@ -1,17 +1,17 @@
 #include "io/config.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "io/json_fields.h"
+#include "base/file.h"
+#include "base/json.h"
 
 namespace vtllm::io {
 
 namespace {
 
-using detail::Fields;
+using Fields = JsonFields;
 
 // The config families by top-level model_type, as transformers' CONFIG_MAPPING: which
 // typed config a config.json is. Model classes are the models layer's (its registry).
@@ -33,14 +33,6 @@ const std::vector<ConfigFamily>& config_families() {
 }
 
 bool is_qwen3_5(Architecture a) { return a == Architecture::kQwen3_5 || a == Architecture::kQwen3_5Moe; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) VT_THROW(path, ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 vt::DType parse_torch_dtype(const Fields& f, const char* key, const std::string& s) {
   if (s == "float32" || s == "float") return vt::DType::kF32;
@@ -293,7 +285,7 @@ int64_t TextConfig::count_layers(LayerType t) const {
 }
 
 std::string architecture_class(const std::string& json_text, const std::string& file_name) {
-  const detail::json root = detail::parse_json(json_text, file_name);
+  const Json root = json_parse(json_text, file_name);
   const Fields top(root, file_name, "");
   auto archs = top.opt_string_list("architectures");
   if (!archs) top.fail("architectures", "required field is missing");
@@ -303,7 +295,7 @@ std::string architecture_class(const std::string& json_text, const std::string& 
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& file_name,
                                const ConfigClass& cls) {
-  const detail::json root = detail::parse_json(json_text, file_name);
+  const Json root = json_parse(json_text, file_name);
   const Fields top(root, file_name, "");
 
   ModelConfig c;
@@ -325,7 +317,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 
   // Qwen3.5 keeps the language model under text_config (a CausalLM class reads it from
   // there too, as transformers' base_config_key does); others are flat.
-  const detail::json empty = detail::json::object();
+  const Json empty = Json::object();
   std::optional<Fields> text_fields = is_qwen3_5(c.arch) ? top.child("text_config") : std::nullopt;
   if (c.multimodal && !text_fields) text_fields = Fields(empty, file_name, "text_config");
   const Fields& tf = text_fields ? *text_fields : top;
@@ -352,7 +344,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 
 
 GenerationConfig parse_generation_config(const std::string& json_text, const std::string& file_name) {
-  const detail::json root = detail::parse_json(json_text, file_name);
+  const Json root = json_parse(json_text, file_name);
   const Fields f(root, file_name, "");
   GenerationConfig g;
   g.eos_token_ids = f.int_or_list("eos_token_id");

@@ -8,21 +8,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "engine/llm_engine.h"
 #include "models/registry.h"
 #include "vt/memory.h"
 #include "engine/model_runner.h"
 #include "io/config.h"
-#include "vt/device.h"
-
 #include "tie_compare.h"
+#include "vt/device.h"
 
 namespace vtllm::engine {
 namespace {
@@ -32,11 +30,8 @@ using nlohmann::json;
 std::string fixture_dir(const std::string& rel) { return std::string(VTLLM_SOURCE_DIR) + "/" + rel; }
 
 std::vector<std::vector<int32_t>> read_prompts(const std::string& dir) {
-  std::ifstream f(dir + "/reference.json");
-  VT_CHECK(f.good(), "cannot open ", dir, "/reference.json");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json ref = json::parse(ss.str());  // named: a range-for over a temporary's member dangles
+  const json ref = json::parse(
+      read_file(dir + "/reference.json"));  // named: a range-for over a temporary's member dangles
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& p : ref["prompts"])
     prompts.push_back(p["ids"].get<std::vector<int32_t>>());

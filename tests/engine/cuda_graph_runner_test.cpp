@@ -7,20 +7,18 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "engine/llm_engine.h"
 #include "models/registry.h"
 #include "vt/memory.h"
 #include "engine/model_runner.h"
 #include "io/config.h"
-#include "vt/device.h"
-
 #include "tie_compare.h"
+#include "vt/device.h"
 
 namespace vtllm::engine {
 namespace {
@@ -52,11 +50,7 @@ TEST(GraphSizes, CpuRunnerNeverUsesGraphs) {
 }
 
 std::vector<std::vector<int32_t>> read_prompts(const std::string& dir) {
-  std::ifstream f(dir + "/reference.json");
-  VT_CHECK(f.good(), "cannot open ", dir, "/reference.json");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const nlohmann::json ref = nlohmann::json::parse(ss.str());
+  const nlohmann::json ref = nlohmann::json::parse(read_file(dir + "/reference.json"));
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& p : ref["prompts"]) prompts.push_back(p["ids"].get<std::vector<int32_t>>());
   return prompts;

@@ -17,7 +17,6 @@
 #include "engine/async_engine.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
-#include "server/text_detokenizer.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -108,8 +107,7 @@ class TestServer {
     ec.eos_token_ids = {4098};
     const int64_t vocab = int64_t(tokenizer_.id_end());
     engine_ = std::make_unique<engine::AsyncEngine>(
-        ec, std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time),
-        std::make_unique<TextDetokenizerFactory>(tokenizer_));
+        ec, std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time), &tokenizer_);
     ServiceConfig sc;
     sc.model_name = "tiny";
     sc.model_root = tiny_model_dir();
