@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "engine/model_runner.h"
+#include "engine/engine_builder.h"
 #include "models/registry.h"
 
 namespace vtllm::bench {
@@ -166,7 +167,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
   VT_CHECK(!c.batches.empty(), "bench throughput: no batch sizes");
   VT_CHECK(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
            "bench throughput: --input-len, --output-len and --repeats must be > 0");
-  const io::ModelConfig config = models::load_model_config(c.dir);
+  const io::ModelConfig config = models::load_model_config(c.dir);  // sizes the layout
   const int max_batch = *std::max_element(c.batches.begin(), c.batches.end());
   int64_t max_prefill = 0;
   for (int64_t l : c.prefill_lens) max_prefill = std::max(max_prefill, l);
@@ -181,27 +182,28 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
                      : std::min<int64_t>(int64_t(max_batch) * c.input_len,
                                          chunk / c.input_len * c.input_len);
 
-  engine::KvCacheConfig kv;
-  kv.block_size = kBlockSize;
-  kv.num_blocks = 1 + max_batch * lay.blocks_per_req;  // the CPU's; CUDA sizes from memory
-  kv.enable_prefix_caching = false;
-  kv.num_state_slots = max_batch;
-  models::LoadConfig load;
-  load.device = c.device;
-  load.format = c.load_format;
-  load.dummy_seed = c.seed;
-  engine::MemoryBudget budget;
-  budget.gpu_memory_utilization = c.gpu_memory_utilization;
-  budget.max_num_batched_tokens = std::max({step_tokens, int64_t(max_batch), max_prefill});
-  budget.max_num_seqs = max_batch;
+  // The engine builder serve and generate use: dummy or real weights, the cache sized
+  // from memory on CUDA (on the CPU, blocks for the largest batch), graphs up to 64.
+  engine::EngineArgs args;
+  args.dir = c.dir;
+  args.load_format = c.load_format;
+  args.dummy_seed = c.seed;
+  args.device = c.device;
+  args.gpu_memory_utilization = c.gpu_memory_utilization;
+  args.enforce_eager = c.enforce_eager;
+  args.max_num_seqs = max_batch;
+  args.max_num_batched_tokens = std::max({step_tokens, int64_t(max_batch), max_prefill});
+  args.enable_prefix_caching = false;
+  if (c.device.is_cpu()) args.num_gpu_blocks_override = max_batch * lay.blocks_per_req;
+  args.quiet = true;
 
   ThroughputResult res;
   res.device = c.device.str();
   const auto t0 = std::chrono::steady_clock::now();
-  engine::GraphOptions graphs;
-  graphs.enforce_eager = c.enforce_eager;
-  graphs.max_batch = std::min(max_batch, 64);
-  auto runner = engine::ModelRunner::load_sized(config, c.dir, kv, load, budget, true, graphs);
+  engine::EngineParts parts = engine::build_engine(args);
+  std::unique_ptr<engine::ModelRunner> runner = std::move(parts.runner);
+  VT_CHECK(runner->kv_config().block_size == kBlockSize, "bench throughput: the engine's blocks hold ",
+           runner->kv_config().block_size, " tokens, the layout assumes ", kBlockSize);
   res.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (runner->cache_plan()) res.cache_plan = runner->cache_plan()->describe();
