@@ -26,9 +26,9 @@ void EngineArgs::validate() const {
   VT_CHECK(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1,
            "--gpu-memory-utilization ", gpu_memory_utilization, ": expected (0, 1]");
   if (device.is_cuda()) {
-    VT_CHECK(VTLLM_WITH_CUDA, "--device cuda: this vtllm was built without CUDA");
-    VT_CHECK(vt::cuda_device_count() > device.index, "--device ", device.str(),
-             ": no such GPU is visible");
+    if (!VTLLM_WITH_CUDA) VT_THROW("--device cuda: this vtllm was built without CUDA");
+    if (vt::cuda_device_count() <= device.index)
+      VT_THROW("--device ", device.str(), ": no such GPU is visible");
   }
 }
 
