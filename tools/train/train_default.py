@@ -11,6 +11,9 @@ autocast over f32 weights, warmup then cosine decay over a step count fixed afte
 the first steps so that the run fits --budget-s (or --steps), dropout on the residual
 branches during training only (forward hooks; the saved model is plain Qwen3.5), the
 checkpoint with the lowest validation loss (the last 2% of the training tokens) kept.
+One paragraph in CHAT_EVERY is also trained on as a chat turn in the Qwen3 template
+(first sentence from the user, the rest from the assistant), so `vtllm generate --chat`
+gets prose back, ended by <|im_end|>.
 Seeded: reruns give a similar model, not the same bytes (GPU kernels, timed step count).
 
 Writes OUT_DIR/: config.json, model.safetensors (bf16, save_pretrained),
@@ -19,13 +22,16 @@ perplexity.json (8 held-out passages of 128 tokens: ids, and the float32 CPU
 transformers log-probability of every token after the first given the ones before, from
 exactly the saved bf16 weights, the top-5 of each position, and their perplexity),
 train_log.json (loss curve, held-out perplexity against the add-one unigram baseline
-of the training counts). Prints the same.
+of the training counts), and reference.json / reference_bf16.json (the greedy oracle of
+tools/oracle/make_fixtures.py for this model, with tokenizer.json and
+tokenizer_config.json copied unchanged). Prints the same.
 """
 import argparse
 import copy
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -62,11 +68,13 @@ LR = 2e-3
 MIN_LR = 1e-4
 WARMUP = 60
 WEIGHT_DECAY = 0.1
-DROPOUT = 0.1
+DROPOUT = 0.15
+MAX_EPOCHS = 30  # the step count never exceeds this many passes over the training tokens
 CLIP = 1.0
 EVAL_EVERY = 100
 TIMING_STEPS = 12  # steps timed to fix the step count
 PASSAGES, PASSAGE_LEN, TOP_N = 8, 128, 5
+CHAT_EVERY = 10  # one paragraph in CHAT_EVERY also becomes a chat turn (about 12% more text)
 MAX_WEIGHT_BYTES = 16 * 1024 * 1024
 
 
@@ -92,8 +100,39 @@ def read_docs(path):
         return [d.strip("\n") for d in f.read().split("\n\n") if d.strip()]
 
 
+SENTENCE_END = re.compile(r'(?<=[.?!])["\']?\s+(?=["\']?[A-Z])')
+
+
+def chat_samples(doc):
+    """Chat turns cut from a document, as the Qwen3 chat template renders them: from
+    every CHAT_EVERY-th paragraph of two sentences or more, the first sentence as the
+    user's message and the rest as the assistant's reply, so that `--chat` prompts are
+    answered with prose that ends with <|im_end|>."""
+    out = []
+    for i, para in enumerate(doc.split("\n")):
+        if i % CHAT_EVERY:
+            continue
+        m = SENTENCE_END.search(para)
+        if not m or m.end() >= len(para):
+            continue
+        user, reply = para[:m.start()].rstrip() + para[m.start():m.end()].strip(), para[m.end():]
+        out.append(f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n{reply}"
+                   "<|im_end|>\n")
+    return out
+
+
+def with_chats(docs):
+    """Each document followed by its chat samples (one string each)."""
+    out = []
+    for d in docs:
+        out.append(d)
+        out.extend(chat_samples(d))
+    return out
+
+
 def encode_docs(tok, docs):
     """Token ids of each document (paragraphs joined by their newline)."""
+    # The chat markers (<|im_start|>, <|im_end|>) are added tokens: matched in the text.
     return [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]
 
 
@@ -238,10 +277,53 @@ def perplexity_json(out_dir, heldout_docs, tok):
                      "over every non-null entry of every passage."),
         transformers_version=transformers.__version__, torch_version=torch.__version__,
         passage_len=PASSAGE_LEN, top_n=TOP_N, perplexity=ppl, passages=passages)
+    # The header indented, each passage on one compact line (about 150 kB in all).
+    head = json.dumps({k: v for k, v in out.items() if k != "passages"}, indent=1)
+    text = (head[:-2] + ',\n "passages": [\n' +
+            ",\n".join(json.dumps(p, separators=(",", ":")) for p in passages) + "\n ]\n}\n")
+    assert json.loads(text) == json.loads(json.dumps(out)), "perplexity.json does not read back"
     with open(os.path.join(out_dir, "perplexity.json"), "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=1)
-        f.write("\n")
+        f.write(text)
     return ppl
+
+
+def write_references(out_dir, seed):
+    """reference.json (and, on CUDA, reference_bf16.json) for the trained model, as
+    tools/oracle/make_fixtures.py writes them for models/tiny-qwen3.5: the float32 CPU
+    greedy continuations of the tokenizer fixture's prompts, which tests/models and
+    tests/apps check vtllm against. Returns the smallest top-2 logit margin (a trained
+    model may have near-ties, which those token-exact tests cannot take)."""
+    import shutil
+
+    import make_fixtures as mf
+    import oracle_run
+
+    spec = next(s for s in specs.FIXTURES if s["name"] == "tiny-qwen3.5")
+    src = os.path.join(REPO, "models", "tiny-qwen3.5")
+    for fn in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(src, fn), os.path.join(out_dir, fn))
+    oracle_run.set_deterministic()
+    model = hf_class(spec["arch"]).from_pretrained(out_dir, dtype=torch.float32).eval()
+    prompts, tok, renderer = mf.text_prompts(out_dir)
+    results = [oracle_run.greedy(model, p["ids"], mf.STEPS) for p in prompts]
+    margin = min(min(r["margins"]) for r in results)
+    checks = oracle_run.cross_checks(model, prompts, results)
+    ref = oracle_run.reference_json(spec, model, prompts, results, seed, [(seed, margin)], checks,
+                                    mf.STEPS, dtype="float32", device="cpu")
+    ref["generator"] = "tools/train/train_default.py"
+    ref["safetensors"] = mf.safetensors_layout(os.path.join(out_dir, "model.safetensors"), spec)
+    ref["template_renderer"] = renderer["renderer"]
+    ref["template_mismatches"] = renderer["mismatches"]
+    for p, r in zip(ref["prompts"], results):
+        p["continuation_text"] = tok.decode(r["tokens"], skip_special_tokens=False)
+    oracle_run.write_json(os.path.join(out_dir, "reference.json"), ref)
+    for p in ref["prompts"]:
+        log(f"  {p['name']}: {p['continuation_text'][:100]!r}")
+    if torch.cuda.is_available():
+        bref = oracle_run.bf16_reference(hf_class(spec["arch"]), spec, out_dir, prompts, results,
+                                         mf.STEPS)
+        oracle_run.write_json(os.path.join(out_dir, "reference_bf16.json"), bref)
+    return margin
 
 
 def main():
@@ -265,7 +347,7 @@ def main():
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(TOKENIZER)
-    train_docs = encode_docs(tok, read_docs(os.path.join(args.data_dir, "train.txt")))
+    train_docs = encode_docs(tok, with_chats(read_docs(os.path.join(args.data_dir, "train.txt"))))
     heldout_docs = encode_docs(tok, read_docs(os.path.join(args.data_dir, "heldout.txt")))
     train_all = stream(train_docs)
     cut = int(train_all.numel() * 0.98)
@@ -322,6 +404,7 @@ def main():
             left = args.budget_s - (time.time() - t_train)
             # Evaluations take about 3% of the steps' time.
             total = max(TIMING_STEPS + 1, TIMING_STEPS + int(left / per_step * 0.95))
+            total = min(total, int(MAX_EPOCHS * train.numel() / (BATCH * SEQ_LEN)))
             log(f"{per_step * 1000:.0f} ms a step: {total} steps "
                 f"({total * BATCH * SEQ_LEN / train.numel():.1f} epochs)")
         if step % 10 == 0 or step == total:
@@ -345,7 +428,13 @@ def main():
         f"(unigram {math.exp(uni):.2f}) [{time.time() - t0:.0f} s]")
     size = save(model, args.out_dir)
     ppl = perplexity_json(args.out_dir, heldout_docs, tok)
-    summary = dict(params=n_params, weight_bytes=size, steps=total, best_step=best_step,
+    try:
+        margin = write_references(args.out_dir, args.seed)
+        log(f"reference.json written: min top-2 margin {margin:.4g} over the greedy prompts")
+    except Exception as e:  # the model is saved already; report and go on
+        margin = None
+        log(f"reference.json NOT written: {type(e).__name__}: {e}")
+    summary = dict(params=n_params, reference_min_margin=margin, weight_bytes=size, steps=total, best_step=best_step,
                    batch=BATCH, seq_len=SEQ_LEN, train_tokens=int(train.numel()),
                    heldout_tokens=int(heldout.numel()), heldout_ppl=math.exp(held),
                    heldout_ppl_unigram=math.exp(uni), passages_ppl_cpu_f32=ppl,
