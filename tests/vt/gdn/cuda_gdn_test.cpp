@@ -322,6 +322,19 @@ TEST(CudaGdn, DeltaRuleRecurrentDecodeBatchesMatchCpu) {
         delta_decode_case(s, B, 16, hv, B % 2 ? DType::kBF16 : DType::kF32, seed += 10);
 }
 
+// The same decode batches through the warp kernel (KernelConfig::gdn_decode = kWarp, the
+// kernel Dv % 4 != 0 takes), which the shipped rule leaves to such heads.
+TEST(CudaGdn, DeltaRuleRecurrentWarpKernelDecodeBatchesMatchCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const cudatest::ScopedKernels warp(
+      s.gpu, [](KernelConfig& k) { k.gdn_decode = GdnDecodeKernel::kWarp; });
+  uint64_t seed = 1500;
+  for (int64_t B : {1, 3, 8, 64})
+    for (int64_t hv : {32, 48})
+      delta_decode_case(s, B, 16, hv, B % 2 ? DType::kBF16 : DType::kF32, seed += 10);
+}
+
 }  // namespace
 }  // namespace vt
 
