@@ -55,11 +55,11 @@ std::string model_dir() {
 }
 
 // Logits peaked at a token that depends on the previous one and its position.
-class FakeModel : public engine::ModelExecutor {
+class FakeModel : public engine::HostLogitsExecutor {
  public:
   explicit FakeModel(int64_t vocab) : vocab_(vocab) {}
   int64_t vocab_size() const override { return vocab_; }
-  std::vector<float> execute(const engine::ForwardBatch& fb) override {
+  std::vector<float> logits(const engine::StepPlan& fb) override {
     std::vector<float> logits(fb.logits_indices.size() * size_t(vocab_));
     for (size_t r = 0; r < fb.logits_indices.size(); ++r) {
       const int64_t t = fb.logits_indices[r];

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "models/model.h"
+#include "models/registry.h"
 
 namespace vtllm::cli {
 
@@ -108,7 +109,7 @@ engine::GraphOptions graph_options(const ModelFlags& f, int64_t max_model_len) {
 
 ModelSetup load_model_setup(const ModelFlags& f) {
   ModelSetup s;
-  s.model_config = io::load_model_config(f.dir);
+  s.model_config = models::load_model_config(f.dir);
   s.multimodal = s.model_config.multimodal;
   const io::GenerationConfig gen_config = io::load_generation_config(f.dir);
   const int64_t max_model_len =

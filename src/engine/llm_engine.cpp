@@ -1,7 +1,7 @@
 #include "engine/llm_engine.h"
 
 #include "base/error.h"
-#include "engine/forward_batch.h"
+#include "engine/step_plan.h"
 
 namespace vtllm::engine {
 
@@ -107,27 +107,17 @@ std::vector<EngineOutput> LlmEngine::step() {
   const SchedulerOutput out = scheduler_.schedule();
   if (out.empty()) return {};
   total_scheduled_tokens_ += out.total_num_scheduled_tokens;
-  const ForwardBatch fb = build_forward_batch(out, scheduler_.kv_cache().block_size());
+  const StepPlan fb = build_step_plan(out, scheduler_.kv_cache().block_size());
   const int64_t vocab = executor_->vocab_size();
   std::vector<SamplerRow> rows;
   for (int32_t b : fb.logits_requests) {
     const Request& r = *out.requests[b].request;
     rows.push_back({&r.params, r.prompt_token_ids, r.output_token_ids, r.eos_token_ids});
   }
-  // A CUDA model samples on its device (only ids and logprobs cross to the host); the
-  // host path otherwise. Both draw the same uniforms (Sampler::device_batch).
-  std::vector<SampleResult> samples;
-  if (executor_->samples_on_device() && Sampler::device_can_sample(rows)) {
-    samples = Sampler::results(executor_->execute_sampled(fb, sampler_.device_batch(rows, vocab)),
-                               rows);
-  } else {
-    const std::vector<float> logits = executor_->execute(fb);
-    VT_CHECK(static_cast<int64_t>(logits.size()) ==
-                 static_cast<int64_t>(fb.logits_indices.size()) * vocab,
-             "engine: the model returned ", logits.size(), " logits for ",
-             fb.logits_indices.size(), " rows of ", vocab);
-    samples = sampler_.sample(logits, vocab, rows);
-  }
+  // One sampling path: vt::sample where the logits are (on CUDA only ids and logprobs
+  // cross to the host), with the uniforms the host Sampler would draw.
+  std::vector<SampleResult> samples = Sampler::results(
+      executor_->execute(fb, sampler_.device_batch(rows, vocab)), rows);
   SampledTokens sampled;
   sampled.tokens.resize(out.requests.size());
   std::vector<int> sample_of(out.requests.size(), -1);

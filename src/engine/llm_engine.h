@@ -1,5 +1,5 @@
 // LlmEngine: the synchronous engine loop. add_request(), then step() until
-// has_unfinished() is false; each step schedules, builds the ForwardBatch,
+// has_unfinished() is false; each step schedules, builds the StepPlan,
 // runs the ModelExecutor, samples, applies stopping (tokens in the scheduler,
 // stop strings here through the detokenizer) and returns what each request
 // produced in that step.

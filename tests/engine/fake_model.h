@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/forward_batch.h"
+#include "engine/step_plan.h"
 #include "engine/model_executor.h"
 
 namespace vtllm::engine::testing {
@@ -25,7 +25,7 @@ inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
-class FakeModel : public ModelExecutor {
+class FakeModel : public HostLogitsExecutor {
  public:
   // num_state_slots counts every GDN slot: running ones plus snapshots.
   FakeModel(int64_t vocab, int32_t num_blocks, int block_size, int32_t num_state_slots = 0)
@@ -41,7 +41,7 @@ class FakeModel : public ModelExecutor {
     return logits_from_hash(hash_sequence(seq));
   }
 
-  std::vector<float> execute(const ForwardBatch& fb) override {
+  std::vector<float> logits(const StepPlan& fb) override {
     const int bs = fb.block_size;
     // 1. Write every token's "KV" (its id and position) into its slot.
     for (int64_t t = 0; t < fb.num_tokens(); ++t) {

@@ -48,12 +48,12 @@ inline int32_t next_token(const std::vector<int32_t>& ascii, int32_t last, int64
   return ascii[size_t((int64_t(last) * 7 + position * 3 + 11) % int64_t(ascii.size()))];
 }
 
-class FakeModel : public engine::ModelExecutor {
+class FakeModel : public engine::HostLogitsExecutor {
  public:
   FakeModel(int64_t vocab, std::vector<int32_t> ascii, std::chrono::microseconds step_time)
       : vocab_(vocab), ascii_(std::move(ascii)), step_time_(step_time) {}
   int64_t vocab_size() const override { return vocab_; }
-  std::vector<float> execute(const engine::ForwardBatch& fb) override {
+  std::vector<float> logits(const engine::StepPlan& fb) override {
     if (step_time_.count() > 0) std::this_thread::sleep_for(step_time_);
     std::vector<float> logits(fb.logits_indices.size() * size_t(vocab_), 0.0f);
     for (size_t r = 0; r < fb.logits_indices.size(); ++r) {
