@@ -128,14 +128,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   World& w = world();
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   server::HttpReply reply;
-  std::unique_ptr<server::Generation> stream;
+  std::shared_ptr<server::Generation> stream;
   switch (data[0] % 4) {
     case 0:
     case 1: {
       server::OpenAiService::Started s =
           data[0] % 4 == 0 ? w.service->completions(body) : w.service->chat_completions(body);
       reply = std::move(s.reply);
-      stream = std::move(s.stream);
+      if (s.gen && s.gen->streaming()) {
+        stream = std::move(s.gen);
+        reply.body.clear();
+      } else if (s.gen) {
+        reply = w.service->finish(*s.gen);
+      }
       break;
     }
     case 2:

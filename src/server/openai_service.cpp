@@ -234,20 +234,28 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
                                  int64_t(std::time(nullptr)), config_.model_name};
     spec.stream = gen.stream;
     spec.include_usage = gen.stream_options.include_usage;
-    std::unique_ptr<Generation> g;
+    std::shared_ptr<Generation> g;
     try {
-      g = std::make_unique<Generation>(engine_, tokenizer_, metrics_, std::move(spec),
-                                       std::move(guard));
+      g = std::make_shared<Generation>(engine_, tokenizer_, metrics_, std::move(spec),
+                                       std::move(guard), &registry_);
     } catch (const ApiError&) {
       throw;
     } catch (const vtllm::Error& e) {
       // The engine refused the params or prompt: the client's fault.
       throw ApiError::bad_request("", e.what());
     }
-    if (gen.stream) return Started{HttpReply{200, "text/event-stream", ""}, std::move(g)};
-    return Started{HttpReply{200, "application/json", g->run_to_end()}, nullptr};
+    return Started{HttpReply{200, gen.stream ? "text/event-stream" : "application/json", ""},
+                   std::move(g)};
   } catch (const ApiError& e) {
     return Started{error_reply(e), nullptr};
+  }
+}
+
+HttpReply OpenAiService::finish(Generation& gen) const {
+  try {
+    return HttpReply{200, "application/json", gen.run_to_end()};
+  } catch (const ApiError& e) {
+    return error_reply(e);
   }
 }
 

@@ -81,10 +81,10 @@ std::string forced_text(const TestServer& s, int32_t token, int max_tokens,
   auto c = s.client();
   std::string whole;
   for (bool stream : {false, true}) {
-    const std::string body = "{\"prompt\": \"Hi\", \"temperature\": 0, \"max_tokens\": " +
-                             std::to_string(max_tokens) + ", \"logit_bias\": {\"" +
-                             std::to_string(token) + "\": 100}, \"stream\": " +
-                             (stream ? "true" : "false") + extra + "}";
+    const std::string body =
+        "{\"prompt\": \"Hi\", \"temperature\": 0, \"max_tokens\": " + std::to_string(max_tokens) +
+        ", \"logit_bias\": {\"" + std::to_string(token) +
+        "\": 100}, \"stream\": " + (stream ? "true" : "false") + extra + "}";
     auto r = c->Post("/v1/completions", body, "application/json");
     EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
     if (!r || r->status != 200) return "<error>";
@@ -120,8 +120,7 @@ TEST(HttpServer, TheEosTokenIsNotTextUnlessIncluded) {
   TestServer s;  // eos 4098 (<|im_end|>)
   const std::string keep = ", \"skip_special_tokens\": false";
   EXPECT_EQ(forced_text(s, 4098, 5, keep), "");
-  EXPECT_EQ(forced_text(s, 4098, 5, keep + ", \"include_stop_str_in_output\": true"),
-            "<|im_end|>");
+  EXPECT_EQ(forced_text(s, 4098, 5, keep + ", \"include_stop_str_in_output\": true"), "<|im_end|>");
 }
 
 TEST(HttpServer, AnIncompleteCharacterAtTheEndIsRenderedAsDecodeDoes) {
@@ -188,7 +187,7 @@ TEST(HttpServer, ConcurrentStreamsEqualSequentialOnes) {
   auto run = [&](int i) {
     auto r = s.client()->Post("/v1/completions", request(i), "application/json");
     std::string text;
-    if (!r) return str_cat("<failed: ", httplib::to_string(r.error()), ">");
+    if (!r) return std::string("<failed: no response>");
     if (r->status != 200) return str_cat("<failed: ", r->status, " ", r->body, ">");
     for (const std::string& e : sse_payloads(r->body)) {
       if (e != "[DONE]") text += json::parse(e)["choices"][0]["text"].get<std::string>();
