@@ -186,6 +186,8 @@ int cmd_serve(int argc, char** argv) {
   hc.cors.allow_credentials = args.has("allow-credentials");
   const ModelFlags flags = model_flags_from_args(args, dir, 256);
   raise_open_file_limit();
+  // A busy port fails now, not after the model loaded.
+  if (hc.port != 0) server::check_listen_address(hc.host, hc.port);
 
   // Threads started from here on (engine, HTTP) inherit the blocked signals;
   // the main thread takes them with sigwait.

@@ -37,7 +37,8 @@ std::string_view HttpRequest::header(std::string_view name) const {
 
 // Beast's parser does the grammar (request line, fields, Content-Length and
 // chunked framing, the header and body limits); the callbacks below collect the
-// request and add the limits Beast lacks (field count, target length, version).
+// request and add the limits Beast lacks (field count, target length). Beast
+// itself refuses any version but HTTP/1.0 and 1.1.
 class BeastRequestParser final : public http::basic_parser<true> {
  public:
   explicit BeastRequestParser(const HttpLimits& limits) : limits_(limits) {
@@ -65,10 +66,6 @@ class BeastRequestParser final : public http::basic_parser<true> {
       return refuse(414,
                     str_cat("the request target is ", target.size(), " bytes, over the limit of ",
                             limits_.max_target_bytes),
-                    ec);
-    }
-    if (version != 10 && version != 11) {
-      return refuse(505, str_cat("HTTP/", version / 10, ".", version % 10, " is not supported"),
                     ec);
     }
     request.method = std::string(sv(method));
@@ -216,8 +213,6 @@ const char* reason_phrase(int status) {
       return "Internal Server Error";
     case 503:
       return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
     default:
       return "Unknown";
   }

@@ -67,7 +67,7 @@ class HttpRequestParser {
   bool header_done() const;
   // The head asked "Expect: 100-continue" and the body has not arrived yet.
   bool expects_continue() const;
-  // 400, 413, 414, 431 or 505 after kError; 0 otherwise.
+  // 400, 413, 414 or 431 after kError; 0 otherwise.
   int error_status() const;
   // A sentence naming what was wrong or over which limit.
   const std::string& error_message() const;

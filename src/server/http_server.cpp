@@ -167,7 +167,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
         const char* code = status == 413   ? "request_too_large"
                            : status == 431 ? "request_header_fields_too_large"
                            : status == 414 ? "uri_too_long"
-                           : status == 505 ? "http_version_not_supported"
                                            : "bad_request";
         fail_request(ApiError(status, "invalid_request_error", parser_->error_message(), "", code));
         break;
@@ -428,27 +427,42 @@ HttpServer::~HttpServer() {
   s.pool.stop();
 }
 
-int HttpServer::bind() {
-  Impl& s = *impl_;
-  const std::string where = str_cat(s.config.host, ":", s.config.port);
+namespace {
+
+// Opens, binds and listens `acceptor` on host:port; throws naming both.
+void listen_on(net::io_context& ioc, tcp::acceptor& acceptor, const std::string& host, int port) {
+  const std::string where = str_cat(host, ":", port);
   error_code ec;
-  tcp::resolver resolver(s.ioc);
-  const auto found = resolver.resolve(s.config.host, std::to_string(s.config.port),
+  tcp::resolver resolver(ioc);
+  const auto found = resolver.resolve(host, std::to_string(port),
                                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || found.empty())
     VT_THROW("http server: cannot resolve the listen address ", where, ": ", ec.message());
   const tcp::endpoint ep = found.begin()->endpoint();
-  s.acceptor.open(ep.protocol(), ec);
+  acceptor.open(ep.protocol(), ec);
   // SO_REUSEADDR lets a restart bind while old connections sit in TIME_WAIT; it
   // does not let two servers listen on one port (SO_REUSEPORT would).
-  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) s.acceptor.bind(ep, ec);
-  if (!ec) s.acceptor.listen(kListenBacklog, ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(ep, ec);
+  if (!ec) acceptor.listen(kListenBacklog, ec);
   if (ec) {
     error_code ignored;
-    s.acceptor.close(ignored);
+    acceptor.close(ignored);
     VT_THROW("http server: cannot listen on ", where, ": ", ec.message());
   }
+}
+
+}  // namespace
+
+void check_listen_address(const std::string& host, int port) {
+  net::io_context ioc;
+  tcp::acceptor acceptor(ioc);
+  listen_on(ioc, acceptor, host, port);
+}
+
+int HttpServer::bind() {
+  Impl& s = *impl_;
+  listen_on(s.ioc, s.acceptor, s.config.host, s.config.port);
   s.bound = true;
   return int(s.acceptor.local_endpoint().port());
 }

@@ -73,6 +73,10 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// Throws the error HttpServer::bind() would give for host:port, by listening
+// there and closing again: lets `vtllm serve` fail before a slow model load.
+void check_listen_address(const std::string& host, int port);
+
 // SIGINT/SIGTERM handling without async-signal-unsafe handlers: block both in
 // the calling thread before any other thread starts (threads inherit the mask),
 // then wait_for_termination_signal() returns the signal that came, or 0 when
