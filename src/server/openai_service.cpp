@@ -160,8 +160,10 @@ std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r) 
     if (!m.name.empty()) jm["name"] = m.name;
     messages.push_back(std::move(jm));
   }
-  const json req = {{"messages", std::move(messages)},
-                    {"add_generation_prompt", r.add_generation_prompt}};
+  json req = {{"messages", std::move(messages)},
+              {"add_generation_prompt", r.add_generation_prompt}};
+  if (!r.chat_template_kwargs.empty())
+    req["chat_template_kwargs"] = json::parse(r.chat_template_kwargs);
   std::string text;
   try {
     text = chat_(req.dump());
@@ -218,6 +220,12 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
         if (comp->echo) spec.echo.push_back(p.text ? *p.text : tokenizer_.decode(ids, false));
         spec.prompts.push_back(std::move(ids));
       }
+    }
+    if (const std::optional<int64_t> keep = gen.truncate_prompt_tokens) {
+      // vLLM keeps the end of the prompt; -1 means the model's whole context.
+      const size_t k = size_t(*keep == -1 ? config_.max_model_len : *keep);
+      for (auto& p : spec.prompts)
+        if (p.size() > k) p.erase(p.begin(), p.end() - ptrdiff_t(k));
     }
     int64_t longest = 0;
     for (const auto& p : spec.prompts) {

@@ -415,5 +415,44 @@ TEST(HttpServer, ShutdownDrainsInFlightStreamsAndRefusesNewWork) {
   EXPECT_EQ(text, expected_text(s, "drain me", 100));
 }
 
+TEST(HttpServer, TruncatePromptTokensKeepsTheEndOfThePrompt) {
+  TestServer s;
+  const std::vector<int32_t> prompt = {101, 202, 303, 404, 505, 606, 707, 808};
+  const std::vector<int32_t> tail(prompt.end() - 3, prompt.end());
+  auto r = s.client()->Post("/v1/completions",
+                            json({{"prompt", prompt},
+                                  {"max_tokens", 6},
+                                  {"temperature", 0},
+                                  {"truncate_prompt_tokens", 3}})
+                                .dump(),
+                            "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 3);
+  // The fake model continues from the last token and its position: positions
+  // restart at 0 for the kept tail.
+  EXPECT_EQ(j["choices"][0]["text"],
+            s.tokenizer().decode(testing::expected_ids(s.tokenizer(), tail, 6), true));
+}
+
+TEST(HttpServer, ChatTemplateKwargsReachTheTemplate) {
+  TestServer s;
+  const std::string messages = R"("messages": [{"role": "user", "content": "Hi"}])";
+  auto plain = s.client()->Post("/tokenize", "{" + messages + "}", "application/json");
+  auto off = s.client()->Post(
+      "/tokenize", "{" + messages + R"(, "chat_template_kwargs": {"enable_thinking": false}})",
+      "application/json");
+  ASSERT_TRUE(plain && off);
+  ASSERT_EQ(off->status, 200) << off->body;
+  const std::vector<int32_t> a = json::parse(plain->body)["tokens"];
+  const std::vector<int32_t> b = json::parse(off->body)["tokens"];
+  // Qwen3.5's template writes an empty think block when thinking is off.
+  const std::string text = s.tokenizer().decode(b, false);
+  EXPECT_GT(b.size(), a.size());
+  EXPECT_NE(text.find("<think>"), std::string::npos) << text;
+  EXPECT_EQ(s.tokenizer().decode(a, false).find("<think>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vtllm::server
