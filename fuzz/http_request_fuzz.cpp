@@ -3,7 +3,13 @@
 // with the bundled tiny model's real tokenizer and chat template and the real
 // AsyncEngine over a fake model (logits a fixed function of the last token).
 //
-// The first input byte picks the route, the rest is the body. Checks: no
+// A first byte of 0xF0 or more fuzzes the HTTP request parser instead
+// (server/http_message.h): the rest is raw bytes from a client, parsed whole and
+// again fed in pieces whose sizes the first byte seeds; both must agree (the
+// same requests, the same error status), every status is one the server
+// answers, and `consumed` never passes what was given.
+//
+// Otherwise the first input byte picks the route, the rest is the body. Checks: no
 // exception escapes a route; the status is 200 or a 4xx (a 5xx answer to a
 // client's body is a bug: DESIGN §8); every body is JSON (each SSE event of a
 // stream too, ending in [DONE]); an error body is an OpenAI error object.
@@ -26,6 +32,7 @@
 
 #include "engine/async_engine.h"
 #include "engine/model_executor.h"
+#include "server/http_message.h"
 #include "server/openai_service.h"
 #include "server/text_detokenizer.h"
 #include "text/chat_template.h"
@@ -121,10 +128,61 @@ void check_reply(const server::HttpReply& r, const std::string& body) {
     fail("error reply without an error object", body, r.body);
 }
 
+// Parses `wire` into requests, feeding pieces of at most `piece` bytes (0: all at
+// once) as a connection does. Returns the requests and the final error status (0: none).
+std::pair<std::vector<server::HttpRequest>, int> parse_all(std::string_view wire, size_t piece) {
+  server::HttpLimits limits;
+  limits.max_header_bytes = 4096;
+  limits.max_headers = 32;
+  limits.max_target_bytes = 1024;
+  limits.max_body_bytes = 4096;
+  std::vector<server::HttpRequest> out;
+  auto parser = std::make_unique<server::HttpRequestParser>(limits);
+  std::string pending;
+  size_t at = 0;
+  for (;;) {
+    const size_t n = piece == 0 ? wire.size() - at : std::min(piece, wire.size() - at);
+    pending.append(wire.substr(at, n));
+    at += n;
+    for (;;) {
+      const server::HttpRequestParser::Step s = parser->put(pending);
+      if (s.consumed > pending.size()) fail("parser consumed more than it was given", "", "");
+      pending.erase(0, s.consumed);
+      if (s.state == server::HttpRequestParser::State::kError) {
+        const int st = parser->error_status();
+        if (st != 400 && st != 413 && st != 414 && st != 431)
+          fail("parser error status outside 400/413/414/431", std::string(wire), "");
+        return {std::move(out), st};
+      }
+      if (s.state != server::HttpRequestParser::State::kComplete) break;
+      out.push_back(parser->take());
+      parser = std::make_unique<server::HttpRequestParser>(limits);
+    }
+    if (at == wire.size()) return {std::move(out), 0};
+  }
+}
+
+void fuzz_parser(uint8_t seed, std::string_view wire) {
+  const auto whole = parse_all(wire, 0);
+  const auto split = parse_all(wire, 1 + seed % 7);
+  bool same = whole.second == split.second && whole.first.size() == split.first.size();
+  for (size_t i = 0; same && i < whole.first.size(); ++i) {
+    const server::HttpRequest &a = whole.first[i], &b = split.first[i];
+    same = a.method == b.method && a.target == b.target && a.version == b.version &&
+           a.keep_alive == b.keep_alive && a.headers == b.headers && a.body == b.body;
+    if (a.body.size() > 4096) fail("a body over the limit was accepted", std::string(wire), "");
+  }
+  if (!same) fail("whole and piecewise parses differ", std::string(wire), "");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  if (data[0] >= 0xF0) {
+    fuzz_parser(data[0], std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+    return 0;
+  }
   World& w = world();
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   server::HttpReply reply;
