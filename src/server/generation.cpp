@@ -141,6 +141,10 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
   if (o.finished) {
     ++samples_finished_[p];
     delta.finish_reason = finish_name(o.finish_reason);
+    delta.stop_token = o.stop_token;
+    delta.stop_string = o.stop_string;
+    s.stop_token = o.stop_token;
+    s.stop_string = o.stop_string;
     metrics_.e2e_request_latency.observe(seconds(now - arrival_));
     switch (o.finish_reason) {
       case engine::FinishReason::kStop:
@@ -225,6 +229,8 @@ std::string Generation::run_to_end() {
     c.finish_reason = choices_[i].finish_reason;
     c.has_logprobs = spec_.params.logprobs.has_value();
     c.logprobs = choices_[i].logprobs;
+    c.stop_token = choices_[i].stop_token;
+    c.stop_string = choices_[i].stop_string;
     choices.push_back(std::move(c));
   }
   return spec_.chat ? chat_completion_response(spec_.header, choices, usage())

@@ -86,6 +86,8 @@ class Generation {
     std::string text;
     std::vector<TokenLogprob> logprobs;
     std::string finish_reason;
+    std::optional<int32_t> stop_token;  // what ended it (stop_reason)
+    std::string stop_string;
     size_t text_sent = 0;  // bytes streamed so far (completions' text_offset)
     int64_t num_tokens = 0;
     std::chrono::steady_clock::time_point last_token;

@@ -454,5 +454,35 @@ TEST(HttpServer, ChatTemplateKwargsReachTheTemplate) {
   EXPECT_EQ(s.tokenizer().decode(a, false).find("<think>"), std::string::npos);
 }
 
+TEST(HttpServer, StopReasonNamesTheStopTokenOrString) {
+  TestServer s;
+  const std::vector<int32_t>& ascii = testing::ascii_ids(s.tokenizer());
+  const int32_t forced = ascii[17];
+  const int32_t one[1] = {forced};
+  const std::string forced_text = s.tokenizer().decode(one, false);
+  auto reason = [&](const std::string& extra, bool stream) {
+    const std::string body =
+        str_cat(R"({"prompt": "Hi", "temperature": 0, "max_tokens": 4, "logit_bias": {")", forced,
+                R"(": 100})", extra, ", \"stream\": ", stream ? "true" : "false", "}");
+    auto r = s.client()->Post("/v1/completions", body, "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+    if (!r || r->status != 200) return json("<error>");
+    if (!stream) return json::parse(r->body)["choices"][0]["stop_reason"];
+    json last;
+    for (const std::string& e : sse_payloads(r->body)) {
+      if (e == "[DONE]") continue;
+      const json j = json::parse(e);
+      if (!j["choices"][0]["finish_reason"].is_null()) last = j["choices"][0]["stop_reason"];
+    }
+    return last;
+  };
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream);
+    EXPECT_TRUE(reason("", stream).is_null());  // length
+    EXPECT_EQ(reason(str_cat(R"(, "stop_token_ids": [)", forced, "]"), stream), forced);
+    EXPECT_EQ(reason(", \"stop\": " + json(forced_text).dump(), stream), forced_text);
+  }
+}
+
 }  // namespace
 }  // namespace vtllm::server
