@@ -7,13 +7,14 @@
 // (VTLLM_TOKENIZE_BENCH_CORPUS overrides the corpus path.)
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
+#include "base/file.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -40,15 +41,14 @@ const Workload& workload() {
     }
     const std::string corpus_path =
         env_or("VTLLM_TOKENIZE_BENCH_CORPUS", "/tmp/vtllm_tokenize_bench.txt");
-    std::ifstream in(corpus_path, std::ios::binary);
-    if (!in) {
-      std::fprintf(stderr, "cannot open %s (node tools/text/tokenize_bench.js corpus %s)\n",
-                   corpus_path.c_str(), corpus_path.c_str());
+    std::string all;
+    try {
+      all = vtllm::read_file(corpus_path);
+    } catch (const vtllm::Error& e) {
+      std::fprintf(stderr, "%s (node tools/text/tokenize_bench.js corpus %s)\n", e.what(),
+                   corpus_path.c_str());
       std::exit(2);
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    const std::string all = ss.str();
     Workload w{Tokenizer::from_file(tok_path), {}, 0};
     const std::string sep = "\n\f\n";
     for (size_t pos = 0;;) {

@@ -6,15 +6,15 @@
 
 #include "base/error.h"
 #include "io/config.h"
-#include "io/param_specs.h"
+#include "models/registry.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    vtllm::io::ModelConfig c = vtllm::io::parse_model_config(text, "config.json");
+    vtllm::io::ModelConfig c = vtllm::models::parse_model_config(text, "config.json");
     // Enumerating a 16k-layer model is correct but slow; keep iterations fast.
     if (c.text.num_hidden_layers <= 256 && (!c.vision || c.vision->depth <= 256)) {
-      auto specs = vtllm::io::param_specs(c);
+      auto specs = vtllm::models::declare_params(c);
       (void)vtllm::io::param_totals(specs);
     }
   } catch (const vtllm::Error&) {

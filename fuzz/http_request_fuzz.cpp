@@ -34,7 +34,6 @@
 #include "engine/model_executor.h"
 #include "server/http_message.h"
 #include "server/openai_service.h"
-#include "server/text_detokenizer.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -62,11 +61,11 @@ std::string model_dir() {
 }
 
 // Logits peaked at a token that depends on the previous one and its position.
-class FakeModel : public engine::ModelExecutor {
+class FakeModel : public engine::HostLogitsExecutor {
  public:
   explicit FakeModel(int64_t vocab) : vocab_(vocab) {}
   int64_t vocab_size() const override { return vocab_; }
-  std::vector<float> execute(const engine::ForwardBatch& fb) override {
+  std::vector<float> logits(const engine::StepPlan& fb) override {
     std::vector<float> logits(fb.logits_indices.size() * size_t(vocab_));
     for (size_t r = 0; r < fb.logits_indices.size(); ++r) {
       const int64_t t = fb.logits_indices[r];
@@ -96,8 +95,7 @@ struct World {
     ec.kv_cache.num_blocks = 256 * 3 + 1;  // every sample of n = 128 at once
     ec.eos_token_ids = {4098};
     engine = std::make_unique<engine::AsyncEngine>(
-        ec, std::make_unique<FakeModel>(int64_t(tokenizer.id_end())),
-        std::make_unique<server::TextDetokenizerFactory>(tokenizer));
+        ec, std::make_unique<FakeModel>(int64_t(tokenizer.id_end())), &tokenizer);
     server::ServiceConfig sc;
     sc.model_name = "tiny";
     sc.model_root = dir;

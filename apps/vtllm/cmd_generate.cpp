@@ -17,7 +17,6 @@
 #include "commands.h"
 #include "engine/llm_engine.h"
 #include "model_setup.h"
-#include "server/text_detokenizer.h"
 
 namespace vtllm::cli {
 
@@ -119,9 +118,7 @@ int cmd_generate(int argc, char** argv) {
   }
   VT_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
 
-  std::unique_ptr<engine::DetokenizerFactory> detok;
-  if (tokenizer && !print_ids) detok = std::make_unique<server::TextDetokenizerFactory>(*tokenizer);
-  engine::LlmEngine engine(setup.engine, std::move(setup.runner), std::move(detok));
+  engine::LlmEngine engine(setup.engine, std::move(setup.runner), print_ids ? nullptr : tokenizer);
 
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();

@@ -2,7 +2,7 @@
 //
 // Reads DIR/config.json (and the safetensors headers when DIR has weights) and
 // prints the architecture, the layer pattern, `parameters: N` (the exact count of
-// the transformers class, from io/param_specs.h) and the bytes per dtype.
+// the transformers class, as the model declares its parameters: models/registry.h) and the bytes per dtype.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
-#include "io/param_specs.h"
+#include "models/registry.h"
 
 namespace vtllm::cli {
 
@@ -67,8 +67,8 @@ int cmd_inspect(int argc, char** argv) {
     return args.has("help") ? 0 : 2;
   }
   const std::string dir = args.positional()[0];
-  const io::ModelConfig c = io::load_model_config(dir);
-  const auto specs = io::param_specs(c, {.language_model_only = args.has("language-model-only")});
+  const io::ModelConfig c = models::load_model_config(dir);
+  const auto specs = models::declare_params(c, args.has("language-model-only"));
   const io::ParamTotals totals = io::param_totals(specs);
   const io::TextConfig& t = c.text;
 

@@ -28,7 +28,6 @@
 #include "model_setup.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
-#include "server/text_detokenizer.h"
 
 namespace vtllm::cli {
 
@@ -201,8 +200,7 @@ int cmd_serve(int argc, char** argv) {
                  setup.chat_template_error.c_str());
   const engine::EngineConfig ec = setup.engine;
   const int64_t max_model_len = ec.scheduler.max_model_len;
-  engine::AsyncEngine engine(ec, std::move(setup.runner),
-                             std::make_unique<server::TextDetokenizerFactory>(tokenizer));
+  engine::AsyncEngine engine(ec, std::move(setup.runner), &tokenizer);
 
   server::ServiceConfig sc;
   sc.model_name = args.get_or("served-model-name", dir);

@@ -1,4 +1,5 @@
-// Whole-file reads for the config, tokenizer and template loaders.
+// Whole-file reads: the one implementation every loader uses (configs,
+// checkpoint indexes, tokenizers, chat templates, test fixtures).
 #pragma once
 
 #include <filesystem>
@@ -6,8 +7,8 @@
 
 namespace vtllm {
 
-// The file's bytes; throws vtllm::Error naming the path when it cannot be
-// opened or read.
+// The file's bytes, unmodified (binary mode). Throws vtllm::Error naming the
+// path when it is a directory, cannot be opened, or a read fails.
 std::string read_file(const std::filesystem::path& path);
 
 }  // namespace vtllm

@@ -43,9 +43,9 @@ int64_t vocab_of(const std::unique_ptr<ModelExecutor>& e) {
 }  // namespace
 
 AsyncEngine::AsyncEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
-                         std::unique_ptr<DetokenizerFactory> detokenizer)
+                         const text::Tokenizer* tokenizer)
     : vocab_size_(vocab_of(executor)),
-      engine_(config, std::move(executor), std::move(detokenizer)),
+      engine_(config, std::move(executor), tokenizer),
       thread_([this] { loop(); }) {}
 
 AsyncEngine::~AsyncEngine() {

@@ -44,8 +44,9 @@ class RequestStream {
 
 class AsyncEngine {
  public:
+  // `tokenizer` as LlmEngine's: null means no text and no stop strings.
   AsyncEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
-              std::unique_ptr<DetokenizerFactory> detokenizer = nullptr);
+              const text::Tokenizer* tokenizer = nullptr);
   ~AsyncEngine();  // stops the thread; open streams end as aborted
 
   std::shared_ptr<RequestStream> add_request(const std::string& id, std::vector<int32_t> prompt,

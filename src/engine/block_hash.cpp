@@ -3,21 +3,12 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/hash.h"
 
 namespace vtllm::engine {
 namespace {
 
 constexpr uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-// splitmix64's finalizer: full avalanche of one 64-bit word.
-constexpr uint64_t fmix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 
 // Two 64-bit lanes with different multipliers, each fed every word and
 // crossed after every word, so the 128 output bits are not two copies of one.
@@ -29,8 +20,8 @@ class Mixer {
     ++n_;
   }
   BlockHash finish() const {
-    uint64_t a = fmix(a_ ^ n_), b = fmix(b_ ^ (n_ * 0xff51afd7ed558ccdULL));
-    return BlockHash{fmix(a + b), fmix(b + rotl(a, 17))};
+    uint64_t a = mix64(a_ ^ n_), b = mix64(b_ ^ (n_ * 0xff51afd7ed558ccdULL));
+    return BlockHash{mix64(a + b), mix64(b + rotl(a, 17))};
   }
 
  private:

@@ -1,15 +1,15 @@
 #include "engine/llm_engine.h"
 
 #include "base/error.h"
-#include "engine/forward_batch.h"
+#include "engine/step_plan.h"
 
 namespace vtllm::engine {
 
 LlmEngine::LlmEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
-                     std::unique_ptr<DetokenizerFactory> detokenizer)
+                     const text::Tokenizer* tokenizer)
     : config_(config),
       executor_(std::move(executor)),
-      detokenizer_(std::move(detokenizer)),
+      tokenizer_(tokenizer),
       scheduler_(config.scheduler, config.kv_cache),
       sampler_(config.sampler) {
   VT_CHECK(executor_ != nullptr, "engine: no model executor");
@@ -24,7 +24,7 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     VT_THROW("request '", id, "': ", e.what());
   }
   if (children_.contains(id)) VT_THROW("request '", id, "': the id is already in use");
-  if (!params.stop.empty() && !detokenizer_)
+  if (!params.stop.empty() && !tokenizer_)
     VT_THROW("request '", id, "': stop strings need a tokenizer, and this engine has none");
   for (int32_t t : prompt)
     if (t < 0 || t >= vocab)
@@ -47,8 +47,8 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     t.parent = id;
     t.index = static_cast<int>(i);
     t.include_stop = params.include_stop_str_in_output;
-    if (detokenizer_)
-      t.detok = detokenizer_->create(reqs[i]->prompt_token_ids, params.skip_special_tokens);
+    if (tokenizer_)
+      t.detok.emplace(*tokenizer_, params.skip_special_tokens, reqs[i]->prompt_token_ids);
     if (!params.stop.empty()) t.stops.emplace(params.stop, params.include_stop_str_in_output);
     try {
       scheduler_.add_request(std::move(reqs[i]));
@@ -82,7 +82,7 @@ EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
   // part of the text unless include_stop_str_in_output.
   size_t n = o.new_token_ids.size();
   if (o.finished && o.finish_reason == FinishReason::kStop && !t.include_stop && n > 0) --n;
-  for (size_t i = 0; i < n; ++i) text += t.detok->add(o.new_token_ids[i]);
+  for (size_t i = 0; i < n; ++i) text += t.detok->push(o.new_token_ids[i]);
   // A request that ends inside a character still shows it (as U+FFFD, as HF decode).
   if (o.finished) text += t.detok->finish();
   if (!t.stops) {
@@ -107,27 +107,17 @@ std::vector<EngineOutput> LlmEngine::step() {
   const SchedulerOutput out = scheduler_.schedule();
   if (out.empty()) return {};
   total_scheduled_tokens_ += out.total_num_scheduled_tokens;
-  const ForwardBatch fb = build_forward_batch(out, scheduler_.kv_cache().block_size());
+  const StepPlan fb = build_step_plan(out, scheduler_.kv_cache().block_size());
   const int64_t vocab = executor_->vocab_size();
   std::vector<SamplerRow> rows;
   for (int32_t b : fb.logits_requests) {
     const Request& r = *out.requests[b].request;
     rows.push_back({&r.params, r.prompt_token_ids, r.output_token_ids, r.eos_token_ids});
   }
-  // A CUDA model samples on its device (only ids and logprobs cross to the host); the
-  // host path otherwise. Both draw the same uniforms (Sampler::device_batch).
-  std::vector<SampleResult> samples;
-  if (executor_->samples_on_device() && Sampler::device_can_sample(rows)) {
-    samples = Sampler::results(executor_->execute_sampled(fb, sampler_.device_batch(rows, vocab)),
-                               rows);
-  } else {
-    const std::vector<float> logits = executor_->execute(fb);
-    VT_CHECK(static_cast<int64_t>(logits.size()) ==
-                 static_cast<int64_t>(fb.logits_indices.size()) * vocab,
-             "engine: the model returned ", logits.size(), " logits for ",
-             fb.logits_indices.size(), " rows of ", vocab);
-    samples = sampler_.sample(logits, vocab, rows);
-  }
+  // One sampling path: vt::sample where the logits are (on CUDA only ids and logprobs
+  // cross to the host), with the uniforms the host Sampler would draw.
+  std::vector<SampleResult> samples = Sampler::results(
+      executor_->execute(fb, sampler_.device_batch(rows, vocab)), rows);
   SampledTokens sampled;
   sampled.tokens.resize(out.requests.size());
   std::vector<int> sample_of(out.requests.size(), -1);

@@ -1,5 +1,5 @@
 // LlmEngine: the synchronous engine loop. add_request(), then step() until
-// has_unfinished() is false; each step schedules, builds the ForwardBatch,
+// has_unfinished() is false; each step schedules, builds the StepPlan,
 // runs the ModelExecutor, samples, applies stopping (tokens in the scheduler,
 // stop strings here through the detokenizer) and returns what each request
 // produced in that step.
@@ -20,7 +20,7 @@
 #include "engine/model_executor.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
-#include "engine/stop_strings.h"
+#include "text/detokenizer.h"
 #include "text/stop_strings.h"
 
 namespace vtllm::engine {
@@ -49,9 +49,11 @@ struct EngineOutput {
 
 class LlmEngine {
  public:
-  // detokenizer may be null; requests with stop strings are then refused.
+  // `tokenizer` detokenizes each request's output (EngineOutput::new_text) and
+  // must outlive the engine; it may be null: no text, and requests with stop
+  // strings are refused.
   LlmEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
-            std::unique_ptr<DetokenizerFactory> detokenizer = nullptr);
+            const text::Tokenizer* tokenizer = nullptr);
 
   // Validates the params (throws naming the field) and queues the request.
   void add_request(const std::string& id, std::vector<int32_t> prompt, const SamplingParams& params,
@@ -70,7 +72,7 @@ class LlmEngine {
   struct Tracked {
     std::string parent;
     int index = 0;
-    std::unique_ptr<IncrementalDetokenizer> detok;
+    std::optional<text::IncrementalDetokenizer> detok;
     std::optional<text::StopStringMatcher> stops;
     bool include_stop = false;  // include_stop_str_in_output
   };
@@ -79,7 +81,7 @@ class LlmEngine {
 
   EngineConfig config_;
   std::unique_ptr<ModelExecutor> executor_;
-  std::unique_ptr<DetokenizerFactory> detokenizer_;
+  const text::Tokenizer* tokenizer_;
   Scheduler scheduler_;
   Sampler sampler_;
   std::unordered_map<std::string, Tracked> tracked_;               // by internal id

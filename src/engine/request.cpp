@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "vt/ops/sampling.h"
 
 namespace vtllm::engine {
 
@@ -82,6 +83,8 @@ void SamplingParams::validate(int64_t vocab_size) const {
     VT_THROW("sampling params: logprobs = ", *logprobs, ", expected >= 0");
   if (logprobs && *logprobs > vocab_size)
     VT_THROW("sampling params: logprobs = ", *logprobs, " exceeds the vocabulary size ", vocab_size);
+  if (logprobs && *logprobs > vt::kMaxDeviceLogprobs)
+    VT_THROW("sampling params: logprobs = ", *logprobs, ", at most ", vt::kMaxDeviceLogprobs);
   for (const auto& [id, bias] : logit_bias) {
     check_token("logit_bias", id, vocab_size);
     if (!std::isfinite(bias))

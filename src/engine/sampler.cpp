@@ -86,12 +86,6 @@ std::vector<SampleResult> Sampler::sample(std::span<const float> logits, int64_t
   return out;
 }
 
-bool Sampler::device_can_sample(std::span<const SamplerRow> rows) {
-  return std::all_of(rows.begin(), rows.end(), [](const SamplerRow& r) {
-    return !r.params->logprobs || *r.params->logprobs <= vt::kMaxDeviceLogprobs;
-  });
-}
-
 vt::SampleBatch Sampler::device_batch(std::span<const SamplerRow> rows, int64_t vocab_size) {
   VT_CHECK(vocab_size > 0, "sampler: vocab_size = ", vocab_size);
   vt::SampleBatch b;

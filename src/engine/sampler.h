@@ -14,13 +14,13 @@
 // counters of an engine-level Philox stream keyed by the engine seed.
 // Not thread-safe (the unseeded stream advances).
 //
-// Two paths, one result: sample() runs the pipeline here on host logits (CPU
-// models); device_batch() + results() wrap vt::sample (vt/ops/sampling.h), which runs
-// it where the logits are (a CUDA model: only token ids and logprobs cross to the
-// host). device_batch() draws the rows' uniforms from the same Philox counters and
-// advances the engine stream exactly as sample() would, so the engine's randomness
-// does not depend on the path; tokens agree up to a uniform within float rounding of
-// a CDF boundary.
+// The engine samples through device_batch() + results(), which wrap vt::sample
+// (vt/ops/sampling.h): the pipeline runs where the logits are, on the CPU or on CUDA
+// (where only token ids and logprobs cross to the host). sample() runs the same
+// pipeline here in double precision on host logits: the reference the tests hold
+// vt::sample to. device_batch() draws the rows' uniforms from the same Philox counters
+// and advances the engine stream exactly as sample() would; tokens agree up to a
+// uniform within float rounding of a CDF boundary.
 #pragma once
 
 #include <cstdint>
@@ -76,8 +76,6 @@ class Sampler {
 
   SampleResult sample_row(std::span<const float> logits, const SamplerRow& row);
 
-  // True when vt::sample can serve every row (top-N logprobs <= kMaxDeviceLogprobs).
-  static bool device_can_sample(std::span<const SamplerRow> rows);
   // The rows as vt::sample's batch: parameters, the uniforms (advancing the engine
   // stream for unseeded non-greedy rows, in row order), and per row the tokens that
   // min_tokens masks, logit_bias shifts or the penalties touch (prompt and output

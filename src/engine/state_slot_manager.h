@@ -3,7 +3,7 @@
 // every GDN layer (the tensors themselves live with the model runner).
 //
 // A request that (re)starts from token 0 must have its slot's state zeroed by
-// the runner before use: ForwardBatch says so through its context length 0.
+// the runner before use: StepPlan says so through its context length 0.
 // Not thread-safe: the engine thread owns it.
 #pragma once
 

@@ -1,11 +1,10 @@
 #include "io/checkpoint.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 
 namespace vtllm::io {
 
@@ -17,20 +16,12 @@ using nlohmann::json;
 constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr const char* kSingleName = "model.safetensors";
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) VT_THROW(p.string(), ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // weight_map of the index: tensor name -> shard file name.
 std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
   const std::string name = index_path.string();
   json j;
   try {
-    j = json::parse(read_text(index_path));
+    j = json::parse(read_file(index_path));
   } catch (const json::exception& e) {
     VT_THROW(name, ": malformed JSON: ", e.what());
   }

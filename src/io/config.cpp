@@ -1,46 +1,38 @@
 #include "io/config.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "io/json_fields.h"
+#include "base/file.h"
+#include "base/json.h"
 
 namespace vtllm::io {
 
 namespace {
 
-using detail::Fields;
+using Fields = JsonFields;
 
-struct ArchInfo {
-  const char* cls;
+// The config families by top-level model_type, as transformers' CONFIG_MAPPING: which
+// typed config a config.json is. Model classes are the models layer's (its registry).
+struct ConfigFamily {
+  const char* model_type;
   Architecture arch;
-  bool multimodal;
-  std::vector<std::string> model_types;  // top-level model_type values transformers maps to it
 };
 
-const std::vector<ArchInfo>& arch_table() {
-  static const std::vector<ArchInfo> t = {
-      {"LlamaForCausalLM", Architecture::kLlama, false, {"llama"}},
-      {"Qwen3ForCausalLM", Architecture::kQwen3, false, {"qwen3"}},
-      {"Qwen3_5ForCausalLM", Architecture::kQwen3_5, false, {"qwen3_5_text", "qwen3_5"}},
-      {"Qwen3_5ForConditionalGeneration", Architecture::kQwen3_5, true, {"qwen3_5"}},
-      {"Qwen3_5MoeForCausalLM", Architecture::kQwen3_5Moe, false, {"qwen3_5_moe_text", "qwen3_5_moe"}},
-      {"Qwen3_5MoeForConditionalGeneration", Architecture::kQwen3_5Moe, true, {"qwen3_5_moe"}},
+const std::vector<ConfigFamily>& config_families() {
+  static const std::vector<ConfigFamily> t = {
+      {"llama", Architecture::kLlama},
+      {"qwen3", Architecture::kQwen3},
+      {"qwen3_5_text", Architecture::kQwen3_5},
+      {"qwen3_5", Architecture::kQwen3_5},
+      {"qwen3_5_moe_text", Architecture::kQwen3_5Moe},
+      {"qwen3_5_moe", Architecture::kQwen3_5Moe},
   };
   return t;
 }
 
 bool is_qwen3_5(Architecture a) { return a == Architecture::kQwen3_5 || a == Architecture::kQwen3_5Moe; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) VT_THROW(path, ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 vt::DType parse_torch_dtype(const Fields& f, const char* key, const std::string& s) {
   if (s == "float32" || s == "float") return vt::DType::kF32;
@@ -196,14 +188,14 @@ TextConfig parse_text(const Fields& f, Architecture arch) {
   if (rot <= 0 || rot % 2 != 0)
     f.fail("rope_parameters", str_cat("rotary dim ", rot, " (head_dim ", t.head_dim, " x partial_rotary_factor ",
                                       t.rope.partial_rotary_factor, ") must be a positive even number"));
+  // transformers indexes three sections and clips each interleave to the frequencies
+  // there are, so the sections need not sum to rotary_dim / 2 (qwen3_5.md §7.3).
   if (!t.rope.mrope_section.empty()) {
-    int64_t sum = 0;
-    for (int64_t s : t.rope.mrope_section) {
+    if (t.rope.mrope_section.size() != 3)
+      f.fail("rope_parameters", str_cat("mrope_section has ", t.rope.mrope_section.size(),
+                                        " entries; expected 3 (temporal, height, width)"));
+    for (int64_t s : t.rope.mrope_section)
       if (s < 0 || s > kMaxDim) f.fail("rope_parameters", str_cat("mrope_section entry ", s, " is out of range"));
-      sum += s;
-    }
-    if (sum != rot / 2 || t.rope.mrope_section.size() != 3)
-      f.fail("rope_parameters", str_cat("mrope_section must be 3 sections summing to rotary_dim / 2 = ", rot / 2));
   }
 
   if (is_qwen3_5(arch)) {
@@ -292,36 +284,40 @@ int64_t TextConfig::count_layers(LayerType t) const {
   return n;
 }
 
-ModelConfig parse_model_config(const std::string& json_text, const std::string& file_name) {
-  const detail::json root = detail::parse_json(json_text, file_name);
+std::string architecture_class(const std::string& json_text, const std::string& file_name) {
+  const Json root = json_parse(json_text, file_name);
   const Fields top(root, file_name, "");
-
   auto archs = top.opt_string_list("architectures");
   if (!archs) top.fail("architectures", "required field is missing");
   if (archs->empty()) top.fail("architectures", "is empty");
-  const ArchInfo* info = nullptr;
-  for (const ArchInfo& a : arch_table())
-    if ((*archs)[0] == a.cls) info = &a;
-  if (!info) {
-    std::string known;
-    for (const ArchInfo& a : arch_table()) known += std::string(known.empty() ? "" : ", ") + a.cls;
-    top.fail("architectures", "unknown architecture '" + (*archs)[0] + "' (supported: " + known + ")");
-  }
+  return (*archs)[0];
+}
+
+ModelConfig parse_model_config(const std::string& json_text, const std::string& file_name,
+                               const ConfigClass& cls) {
+  const Json root = json_parse(json_text, file_name);
+  const Fields top(root, file_name, "");
 
   ModelConfig c;
-  c.architecture_class = info->cls;
-  c.arch = info->arch;
-  c.multimodal = info->multimodal;
+  c.architecture_class = architecture_class(json_text, file_name);
+  if (c.architecture_class != cls.name)
+    top.fail("architectures", "'" + c.architecture_class + "' is not the class " + cls.name);
+  c.multimodal = cls.multimodal;
   auto model_type = top.opt_string("model_type");
   if (!model_type) top.fail("model_type", "required field is missing");
   bool type_ok = false;
-  for (const std::string& m : info->model_types) type_ok |= m == *model_type;
-  if (!type_ok) top.fail("model_type", "'" + *model_type + "' does not match architecture " + info->cls);
+  for (const std::string& m : cls.model_types) type_ok |= m == *model_type;
+  if (!type_ok) top.fail("model_type", "'" + *model_type + "' does not match architecture " + cls.name);
+  const ConfigFamily* family = nullptr;
+  for (const ConfigFamily& f : config_families())
+    if (*model_type == f.model_type) family = &f;
+  if (!family) top.fail("model_type", "'" + *model_type + "' is not a config family vtllm reads");
   c.model_type = *model_type;
+  c.arch = family->arch;
 
   // Qwen3.5 keeps the language model under text_config (a CausalLM class reads it from
   // there too, as transformers' base_config_key does); others are flat.
-  const detail::json empty = detail::json::object();
+  const Json empty = Json::object();
   std::optional<Fields> text_fields = is_qwen3_5(c.arch) ? top.child("text_config") : std::nullopt;
   if (c.multimodal && !text_fields) text_fields = Fields(empty, file_name, "text_config");
   const Fields& tf = text_fields ? *text_fields : top;
@@ -346,13 +342,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   return c;
 }
 
-ModelConfig load_model_config(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / "config.json").string();
-  return parse_model_config(read_file(path), path);
-}
 
 GenerationConfig parse_generation_config(const std::string& json_text, const std::string& file_name) {
-  const detail::json root = detail::parse_json(json_text, file_name);
+  const Json root = json_parse(json_text, file_name);
   const Fields f(root, file_name, "");
   GenerationConfig g;
   g.eos_token_ids = f.int_or_list("eos_token_id");

@@ -1,10 +1,10 @@
 // Typed model configurations read from a Hugging Face `config.json`.
 //
-// Supported `architectures[0]`: LlamaForCausalLM, Qwen3ForCausalLM,
-// Qwen3_5ForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForCausalLM,
-// Qwen3_5MoeForConditionalGeneration. Every field left out of the file takes the
-// default transformers 5.17 gives it (see ../shared/reference/qwen3_5.md §2.2);
-// the defaults live in config.cpp next to the field names, one place.
+// The config family comes from the top-level `model_type` (llama, qwen3, qwen3_5_text,
+// qwen3_5, qwen3_5_moe_text, qwen3_5_moe), as transformers' config classes; the model
+// class (`architectures[0]`) is the models layer's: its registry hands the parser a
+// ConfigClass. Every field left out of the file takes the default transformers 5.17
+// gives it (docs/qwen3_5.md §2.2); the defaults live in config.cpp next to the field names.
 //
 // The structs are plain values; nothing here needs JSON to be read. Errors name the
 // file and the field ("config.json: text_config.hidden_size: expected an integer,
@@ -32,7 +32,9 @@ struct RopeParameters {
   std::string rope_type = "default";  // "default", "llama3", "linear", "yarn", ...
   double rope_theta = 10000.0;
   double partial_rotary_factor = 1.0;  // Qwen3.5: 0.25
-  std::vector<int64_t> mrope_section;  // Qwen3.5: {11, 11, 10}; empty for 1-D RoPE
+  // Qwen3.5: 3 entries, {11, 11, 10} when absent (the rotary module's default, whatever
+  // head_dim is); need not sum to rotary_dim / 2. Empty for 1-D RoPE.
+  std::vector<int64_t> mrope_section;
   bool mrope_interleaved = false;      // recorded; transformers 5.17 always interleaves for Qwen3.5
   // Scaling parameters (llama3 / linear / yarn); 0 when absent.
   double factor = 0;
@@ -107,7 +109,7 @@ struct VisionConfig {
 struct ModelConfig {
   std::string architecture_class;  // architectures[0], e.g. "Qwen3_5ForConditionalGeneration"
   Architecture arch = Architecture::kQwen3;
-  bool multimodal = false;  // a *ForConditionalGeneration class: vision tower + language model
+  bool multimodal = false;  // the class has a vision tower (ConfigClass::multimodal)
   std::string model_type;   // top level
   TextConfig text;
   std::optional<VisionConfig> vision;  // set iff multimodal
@@ -122,10 +124,19 @@ struct ModelConfig {
   std::vector<int64_t> eos_token_ids;  // from config.json; generation_config.json overrides
 };
 
-// Parses config.json text; `file_name` labels errors.
-ModelConfig parse_model_config(const std::string& json_text, const std::string& file_name);
-// Reads DIR/config.json.
-ModelConfig load_model_config(const std::string& dir);
+// What a model class tells the parser about itself (models/registry.h holds the table).
+struct ConfigClass {
+  std::string name;                      // architectures[0], e.g. "Qwen3_5ForCausalLM"
+  bool multimodal = false;               // vision tower + language model under text_config
+  std::vector<std::string> model_types;  // the top-level model_type values it accepts
+};
+
+// config.json's `architectures[0]`; throws naming the field when absent or empty.
+std::string architecture_class(const std::string& json_text, const std::string& file_name);
+// Parses config.json text as class `cls` (whose name must be architectures[0]);
+// `file_name` labels errors.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& file_name,
+                               const ConfigClass& cls);
 
 // `generation_config.json`: stop ids and default sampling. Absent fields stay unset.
 struct GenerationConfig {

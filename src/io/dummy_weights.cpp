@@ -3,25 +3,13 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "io/progress.h"
 #include "vt/ops/copy.h"
 
 namespace vtllm::io {
 
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t name_hash(std::string_view name) {  // FNV-1a
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : name) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
-  return h;
-}
 
 float value_from(uint64_t key, uint64_t index) {
   const uint64_t r = splitmix64(key ^ splitmix64(index));
@@ -40,7 +28,7 @@ void fill(vt::Stream& cpu, const vt::Tensor& t, uint64_t key) {
 }  // namespace
 
 float dummy_value(uint64_t seed, std::string_view name, uint64_t index) {
-  return value_from(splitmix64(seed) ^ name_hash(name), index);
+  return value_from(splitmix64(seed) ^ fnv1a64(name), index);
 }
 
 Weights dummy_weights(vt::Stream& stream, const std::vector<ParamSpec>& specs, const LoadOptions& options) {
@@ -58,7 +46,7 @@ Weights dummy_weights(vt::Stream& stream, const std::vector<ParamSpec>& specs, c
   Weights w;
   for (const ParamSpec& s : specs) {
     vt::Tensor t = vt::Tensor::empty(s.shape, s.dtype, vt::Device::cpu());
-    const uint64_t key = splitmix64(options.dummy_seed) ^ name_hash(s.name);
+    const uint64_t key = splitmix64(options.dummy_seed) ^ fnv1a64(s.name);
     switch (s.dtype) {
       case vt::DType::kF32: fill<float>(cpu, t, key); break;
       case vt::DType::kBF16: fill<vt::BF16>(cpu, t, key); break;

@@ -12,7 +12,6 @@
 #include <string_view>
 #include <vector>
 
-#include "io/param_specs.h"
 #include "io/weight_loader.h"
 
 namespace vtllm::io {

@@ -213,6 +213,23 @@ std::string LoadSummary::str() const {
   return s;
 }
 
+int64_t ParamSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+ParamTotals param_totals(const std::vector<ParamSpec>& specs) {
+  ParamTotals t;
+  for (const ParamSpec& p : specs) {
+    t.tensors += 1;
+    if (__builtin_add_overflow(t.parameters, p.numel(), &t.parameters))
+      VT_THROW("the model has more than 2^63 parameters");
+    t.bytes[p.dtype] += uint64_t(p.numel()) * vt::dtype_size(p.dtype);
+  }
+  return t;
+}
+
 const vt::Tensor& Weights::at(const std::string& name) const {
   auto it = tensors.find(name);
   if (it == tensors.end()) VT_THROW("no weight named '", name, "'");
@@ -252,8 +269,7 @@ Weights load_weights(vt::Stream& stream, const Checkpoint& ck, const ModelConfig
 }
 
 Weights load_model_weights(vt::Stream& stream, const std::string& dir, const ModelConfig& config,
-                           const LoadOptions& options) {
-  const auto specs = param_specs(config, {.language_model_only = options.language_model_only});
+                           const std::vector<ParamSpec>& specs, const LoadOptions& options) {
   if (options.format == LoadFormat::kDummy) return dummy_weights(stream, specs, options);
   const Checkpoint ck = Checkpoint::open(dir);
   return load_weights(stream, ck, config, specs, options);

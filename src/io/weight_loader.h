@@ -1,6 +1,7 @@
 // Loads a model's parameters from a checkpoint (or makes dummy ones) as vt::Tensors.
 //
-// load_weights() is driven by param_specs(): every spec must be found in the
+// load_weights() is driven by a list of ParamSpecs (the model's declaration of its
+// parameters, models/registry.h declare_params): every spec must be found in the
 // checkpoint (under any spelling weight_names.h accepts) with the spec's shape. A
 // float tensor stored in another float dtype is converted (as transformers casts
 // to the model dtype at load); an integer/float mismatch or a dtype vt cannot hold
@@ -24,11 +25,28 @@
 
 #include "io/checkpoint.h"
 #include "io/config.h"
-#include "io/param_specs.h"
 #include "vt/stream.h"
 #include "vt/tensor.h"
 
 namespace vtllm::io {
+
+// One parameter a model holds: its state-dict name, shape and dtype (the config's
+// weight dtype).
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  vt::DType dtype = vt::DType::kF32;
+
+  int64_t numel() const;
+};
+
+// Tensor, parameter and byte counts of a list of specs (`vtllm inspect`).
+struct ParamTotals {
+  int64_t tensors = 0;
+  int64_t parameters = 0;
+  std::map<vt::DType, uint64_t> bytes;  // weight bytes per dtype
+};
+ParamTotals param_totals(const std::vector<ParamSpec>& specs);
 
 enum class LoadFormat { kAuto, kDummy };
 // "auto" (safetensors files) or "dummy" (vLLM's --load-format dummy); throws otherwise.
@@ -56,7 +74,7 @@ struct LoadSummary {
 };
 
 struct Weights {
-  std::map<std::string, vt::Tensor> tensors;  // by param_specs() name
+  std::map<std::string, vt::Tensor> tensors;  // by ParamSpec name
   LoadSummary summary;
 
   // The tensor of parameter `name`; throws vtllm::Error naming it when absent.
@@ -67,8 +85,9 @@ struct Weights {
 Weights load_weights(vt::Stream& stream, const Checkpoint& checkpoint, const ModelConfig& config,
                      const std::vector<ParamSpec>& specs, const LoadOptions& options);
 
-// The whole path from a model directory: config -> specs -> checkpoint or dummy weights.
+// The whole path from a model directory: `specs` from DIR's checkpoint, or dummy
+// weights (options.format == kDummy).
 Weights load_model_weights(vt::Stream& stream, const std::string& dir, const ModelConfig& config,
-                           const LoadOptions& options);
+                           const std::vector<ParamSpec>& specs, const LoadOptions& options);
 
 }  // namespace vtllm::io

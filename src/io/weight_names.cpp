@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 
-#include "io/param_specs.h"
 
 namespace vtllm::io {
 
@@ -48,6 +47,10 @@ bool parse_expert_part(const std::string& name, const std::string& text_prefix, 
 }
 
 }  // namespace
+
+std::string language_model_prefix(const ModelConfig& config) {
+  return config.multimodal ? "model.language_model." : "model.";
+}
 
 WeightName map_weight_name(const std::string& name, const ModelConfig& config, bool language_model_only) {
   if (starts_with(name, "mtp.")) return skip("mtp draft head (unused by transformers)");

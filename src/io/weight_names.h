@@ -1,4 +1,4 @@
-// How a checkpoint tensor name maps onto the parameter names of param_specs().
+// How a checkpoint tensor name maps onto the parameter names a model declares.
 //
 // transformers writes the same weights under different spellings depending on the
 // class that saved them; this is the one place that knows them all:
@@ -26,13 +26,19 @@ struct WeightName {
   enum class ExpertPart { kGate, kUp, kDown };
 
   Kind kind = Kind::kParam;
-  std::string param;   // kParam / kExpertPart: the param_specs() name it fills
+  std::string param;   // kParam / kExpertPart: the parameter name it fills
   std::string reason;  // kSkip: why (for the load summary)
   int64_t expert = -1;  // kExpertPart
   ExpertPart part = ExpertPart::kGate;
 };
 
-// Maps one checkpoint tensor name. `language_model_only` as in ParamSpecOptions.
+// "model.language_model." for the ConditionalGeneration classes, "model." otherwise:
+// where a class keeps its language model's parameters.
+std::string language_model_prefix(const ModelConfig& config);
+// Where the vision tower's parameters live (multimodal classes only).
+inline constexpr const char* kVisionPrefix = "model.visual.";
+
+// Maps one checkpoint tensor name. `language_model_only`: the vision tower is not loaded.
 WeightName map_weight_name(const std::string& checkpoint_name, const ModelConfig& config,
                            bool language_model_only);
 

@@ -10,8 +10,8 @@
 // keep request b's state in slot state_slots[b]; context_lens[b] == 0 starts it from
 // zero. logits_indices are the rows of the hidden state whose logits are wanted.
 //
-// The fields match engine/forward_batch.h one for one, so the engine's model runner
-// fills this struct without translation.
+// The engine builds it directly as the base of its engine::StepPlan (the step's other
+// work beside the forward pass); nothing copies it into another type.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,8 @@
 // preamble compute in f32 inside the ops whatever the dtype; GDN state is f32.
 //
 // forward() runs all T tokens of a ForwardBatch through the decoder on a stream of the
-// model's device, writing each attention layer's K/V and each GDN layer's state into
+// model's device (token t's input is the embedding of token_ids[t], or the row given in
+// InputEmbeddings: how a vision tower's features enter), writing each attention layer's K/V and each GDN layer's state into
 // the CacheView (tensors on the model's device; KV in dtype()), and returns the
 // final-normed hidden state [T, hidden] in dtype() on the device. compute_logits()
 // projects chosen rows of it through lm_head: [rows.size(), vocab] in dtype() on the
@@ -37,7 +38,7 @@ struct ModelOptions {
   // separate norm / 1-D rotary / sigmoid ops (false, debugging; refuses MRoPE positions).
   bool fuse_attn_preamble = true;
 
-  // The defaults with the environment's overrides: VT_FUSE_ATTN_PREAMBLE=0 turns the
+  // The defaults with the environment's overrides: VTLLM_FUSE_ATTN_PREAMBLE=0 turns the
   // fused preamble off. The only place that variable is read.
   static ModelOptions from_env();
 };
@@ -59,6 +60,19 @@ struct LoadConfig {
   vt::DType activation_dtype() const { return dtype.value_or(default_dtype(device)); }
 };
 
+// Input embeddings for given rows of a step's flat token axis: values[i] replaces the
+// embedding of token rows[i] (rows ascending and distinct, within the step's T
+// tokens). values: [rows.size(), hidden] in the model's dtype on its device; not
+// copied (it must live until the forward's work is done on the stream).
+struct InputEmbeddings {
+  std::vector<int32_t> rows;
+  vt::Tensor values;
+};
+
+// Writes `embeds` into the embedded tokens x [T, hidden] (one copy per run of
+// consecutive rows); throws naming the problem when rows or values do not fit x.
+void scatter_input_embeddings(vt::Stream& s, const InputEmbeddings& embeds, vt::Tensor& x);
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -71,7 +85,9 @@ class Model {
   // The activation dtype (see above); the KV cache a CacheView hands this model holds it.
   virtual vt::DType dtype() const = 0;
 
-  virtual vt::Tensor forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache) = 0;
+  // `embeds` may be null (every token's input is its embedding).
+  virtual vt::Tensor forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache,
+                             const InputEmbeddings* embeds = nullptr) = 0;
   virtual vt::Tensor compute_logits(vt::Stream& s, const vt::Tensor& hidden,
                                     const std::vector<int32_t>& rows) = 0;
 
@@ -81,10 +97,11 @@ class Model {
   // (models/layers/batch_inputs.h); forward_prepared() runs forward() over them, issuing
   // no host-to-device copy, so it can be captured. forward(s, b, c) computes what
   // forward_prepared(s, prepare(s, b, c), c) does. packed_input_bytes() sizes `into`
-  // for a layout. Models that do not implement them throw.
+  // for a layout (embeds as in forward). Models that do not implement them throw.
   virtual BatchInputs prepare(vt::Stream& s, const ForwardBatch& batch, CacheView& cache,
                               const StepLayout* layout = nullptr, const vt::Tensor* into = nullptr);
-  virtual vt::Tensor forward_prepared(vt::Stream& s, const BatchInputs& in, CacheView& cache);
+  virtual vt::Tensor forward_prepared(vt::Stream& s, const BatchInputs& in, CacheView& cache,
+                                      const InputEmbeddings* embeds = nullptr);
   virtual int64_t packed_input_bytes(const StepLayout& layout) const;
 };
 

@@ -75,11 +75,11 @@ HttpReply OpenAiService::tokenize(std::string_view body) const {
     if (f.find("messages")) {
       ids = render_chat(parse_chat_completion_request(body));
     } else {
-      const std::optional<std::string> prompt = f.get_string("prompt");
+      const std::optional<std::string> prompt = f.opt_string("prompt");
       if (!prompt)
         throw ApiError::bad_request("prompt", "'prompt' or 'messages' is required",
                                     "missing_field");
-      ids = tokenizer_.encode(*prompt, f.get_bool("add_special_tokens").value_or(true));
+      ids = tokenizer_.encode(*prompt, f.opt_bool("add_special_tokens").value_or(true));
     }
     return json_reply({{"count", ids.size()},
                        {"max_model_len", config_.max_model_len},
@@ -87,6 +87,8 @@ HttpReply OpenAiService::tokenize(std::string_view body) const {
                        {"token_strs", nullptr}});
   } catch (const ApiError& e) {
     return error_reply(e);
+  } catch (const JsonError& e) {
+    return error_reply(to_api_error(e));
   }
 }
 
@@ -101,11 +103,14 @@ HttpReply OpenAiService::detokenize(std::string_view body) const {
     }
     std::vector<int32_t> ids;
     for (const json& t : *tokens) {
-      ids.push_back(int32_t(json_to_int(t, "tokens", 0, int64_t(tokenizer_.id_end()) - 1)));
+      ids.push_back(
+          int32_t(json_int(t, 0, int64_t(tokenizer_.id_end()) - 1, JsonPath("", "tokens"))));
     }
     return json_reply({{"prompt", tokenizer_.decode(ids, false)}});
   } catch (const ApiError& e) {
     return error_reply(e);
+  } catch (const JsonError& e) {
+    return error_reply(to_api_error(e));
   }
 }
 

@@ -23,7 +23,7 @@ constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 // A float field checked against [lo, hi] (open ends when lo_open / hi_open).
 std::optional<float> get_float(const JsonFields& f, const char* name, double lo, double hi,
                                bool lo_open, const char* range) {
-  std::optional<double> v = f.get_number(name);
+  std::optional<double> v = f.opt_double(name);
   if (!v) return std::nullopt;
   const double x = *v;
   if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo)) out_of_range(name, x, range);
@@ -88,7 +88,7 @@ std::vector<int32_t> parse_token_ids(const json& v, const std::string& param) {
   }
   std::vector<int32_t> ids;
   ids.reserve(v.size());
-  for (const json& t : v) ids.push_back(int32_t(json_to_int(t, param, 0, kI32Max)));
+  for (const json& t : v) ids.push_back(int32_t(json_int(t, 0, kI32Max, JsonPath("", param))));
   return ids;
 }
 
@@ -118,12 +118,12 @@ void reject_unimplemented(const JsonFields& f, std::initializer_list<const char*
 
 GenerationRequest parse_common(const JsonFields& f) {
   GenerationRequest g;
-  if (auto v = f.get_string("model")) g.model = *v;
-  if (auto v = f.get_int("n", 1, kMaxN)) g.n = int(*v);
-  if (auto v = f.get_int("max_tokens", 1, kI64Max)) g.max_tokens = *v;
+  if (auto v = f.opt_string("model")) g.model = *v;
+  if (auto v = f.opt_int("n", 1, kMaxN)) g.n = int(*v);
+  if (auto v = f.opt_int("max_tokens", 1, kI64Max)) g.max_tokens = *v;
   if (auto v = get_float(f, "temperature", 0, 1e6, false, "[0, inf)")) g.temperature = *v;
   if (auto v = get_float(f, "top_p", 0, 1, true, "(0, 1]")) g.top_p = *v;
-  if (auto v = f.get_int("top_k", -1, kI32Max)) g.top_k = int(*v);
+  if (auto v = f.opt_int("top_k", -1, kI32Max)) g.top_k = int(*v);
   if (auto v = get_float(f, "min_p", 0, 1, false, "[0, 1]")) g.min_p = *v;
   if (auto v = get_float(f, "presence_penalty", -2, 2, false, "[-2, 2]")) g.presence_penalty = *v;
   if (auto v = get_float(f, "frequency_penalty", -2, 2, false, "[-2, 2]")) g.frequency_penalty = *v;
@@ -131,15 +131,15 @@ GenerationRequest parse_common(const JsonFields& f) {
     g.repetition_penalty = *v;
   }
   g.logit_bias = parse_logit_bias(f);
-  if (auto v = f.get_int("seed", kI64Min, kI64Max)) g.seed = *v;
+  if (auto v = f.opt_int("seed", kI64Min, kI64Max)) g.seed = *v;
   g.stop = parse_stop(f);
   if (const json* v = f.find("stop_token_ids"))
     g.stop_token_ids = parse_token_ids(*v, "stop_token_ids");
-  if (auto v = f.get_bool("ignore_eos")) g.ignore_eos = *v;
-  if (auto v = f.get_int("min_tokens", 0, kI64Max)) g.min_tokens = *v;
-  if (auto v = f.get_bool("include_stop_str_in_output")) g.include_stop_str_in_output = *v;
-  if (auto v = f.get_bool("skip_special_tokens")) g.skip_special_tokens = *v;
-  if (auto v = f.get_bool("stream")) g.stream = *v;
+  if (auto v = f.opt_bool("ignore_eos")) g.ignore_eos = *v;
+  if (auto v = f.opt_int("min_tokens", 0, kI64Max)) g.min_tokens = *v;
+  if (auto v = f.opt_bool("include_stop_str_in_output")) g.include_stop_str_in_output = *v;
+  if (auto v = f.opt_bool("skip_special_tokens")) g.skip_special_tokens = *v;
+  if (auto v = f.opt_bool("stream")) g.stream = *v;
   if (const json* v = f.find("stream_options")) {
     if (!v->is_object()) {
       throw ApiError::bad_request("stream_options", "'stream_options' must be an object",
@@ -149,15 +149,15 @@ GenerationRequest parse_common(const JsonFields& f) {
       throw ApiError::bad_request("stream_options",
                                   "'stream_options' is only allowed when 'stream' is true");
     }
-    const JsonFields so(*v);
-    if (auto u = so.get_bool("include_usage")) g.stream_options.include_usage = *u;
-    if (so.get_bool("continuous_usage_stats").value_or(false)) {
+    const JsonFields so(*v, f.at("stream_options"));
+    if (auto u = so.opt_bool("include_usage")) g.stream_options.include_usage = *u;
+    if (so.opt_bool("continuous_usage_stats").value_or(false)) {
       throw ApiError::bad_request("stream_options.continuous_usage_stats",
                                   "'stream_options.continuous_usage_stats' is not supported",
                                   "unsupported");
     }
   }
-  if (auto v = f.get_int("truncate_prompt_tokens", -1, kI64Max)) {
+  if (auto v = f.opt_int("truncate_prompt_tokens", -1, kI64Max)) {
     if (*v == 0) {
       throw ApiError::bad_request("truncate_prompt_tokens",
                                   "'truncate_prompt_tokens' must be -1 or at least 1");
@@ -168,13 +168,13 @@ GenerationRequest parse_common(const JsonFields& f) {
       f, {"allowed_token_ids", "bad_words", "prompt_logprobs", "use_beam_search",
           "return_token_ids", "return_tokens_as_token_ids", "guided_json", "guided_regex",
           "guided_choice", "guided_grammar", "structured_outputs", "logits_processors"});
-  if (auto v = f.get_string("user")) g.user = *v;
+  if (auto v = f.opt_string("user")) g.user = *v;
   if (g.max_tokens && g.min_tokens > *g.max_tokens) {
     throw ApiError::bad_request("min_tokens", str_cat("'min_tokens' = ", g.min_tokens,
                                                       " is above 'max_tokens' = ", *g.max_tokens));
   }
   reject_if_present(f, "suffix", "is not supported");
-  if (auto b = f.get_int("best_of", 1, kMaxN); b && *b != g.n) {
+  if (auto b = f.opt_int("best_of", 1, kMaxN); b && *b != g.n) {
     throw ApiError::bad_request("best_of", "'best_of' other than 'n' is not supported",
                                 "unsupported");
   }
@@ -220,19 +220,20 @@ std::string message_content(const json& content, size_t i) {
   }
   std::string text;
   bool first = true;
+  size_t k = 0;
   for (const json& part : content) {
     if (!part.is_object()) {
       throw ApiError::bad_request(param, str_cat("'", param, "' parts must be objects"),
                                   "invalid_type");
     }
-    const JsonFields pf(part);
-    const std::optional<std::string> type = pf.get_string("type");
+    const JsonFields pf(part, JsonPath("", str_cat(param, "[", k++, "]")));
+    const std::optional<std::string> type = pf.opt_string("type");
     if (type != "text") {
       throw ApiError::bad_request(
           param, str_cat("'", param, "' part type '", type.value_or(""), "' is not supported"),
           "unsupported");
     }
-    const std::optional<std::string> t = pf.get_string("text");
+    const std::optional<std::string> t = pf.opt_string("text");
     if (!t) throw ApiError::bad_request(param, str_cat("'", param, "' text part has no 'text'"));
     if (!first) text += "\n";
     text += *t;
@@ -258,9 +259,9 @@ std::vector<ChatMessage> parse_messages(const JsonFields& f) {
       throw ApiError::bad_request(param, str_cat("'", param, "' must be an object"),
                                   "invalid_type");
     }
-    const JsonFields mf(m);
+    const JsonFields mf(m, JsonPath("", param));
     ChatMessage msg;
-    const std::optional<std::string> role = mf.get_string("role");
+    const std::optional<std::string> role = mf.opt_string("role");
     if (!role || role->empty()) {
       throw ApiError::bad_request(param + ".role", str_cat("'", param, ".role' is required"),
                                   "missing_field");
@@ -274,7 +275,7 @@ std::vector<ChatMessage> parse_messages(const JsonFields& f) {
     }
     msg.role = *role;
     if (const json* c = mf.find("content")) msg.content = message_content(*c, i);
-    if (auto n = mf.get_string("name")) msg.name = *n;
+    if (auto n = mf.opt_string("name")) msg.name = *n;
     out.push_back(std::move(msg));
   }
   return out;
@@ -282,14 +283,14 @@ std::vector<ChatMessage> parse_messages(const JsonFields& f) {
 
 }  // namespace
 
-CompletionRequest parse_completion_request(std::string_view body) {
+CompletionRequest parse_completion_request(std::string_view body) try {
   const json j = parse_json_object(body);
   const JsonFields f(j);
   CompletionRequest r;
   r.gen = parse_common(f);
   r.prompts = parse_prompts(f.find("prompt"));
-  if (auto v = f.get_int("logprobs", 0, kMaxLogprobs)) r.gen.logprobs = int(*v);
-  if (auto v = f.get_bool("echo")) r.echo = *v;
+  if (auto v = f.opt_int("logprobs", 0, kMaxLogprobs)) r.gen.logprobs = int(*v);
+  if (auto v = f.opt_bool("echo")) r.echo = *v;
   if (r.echo && r.gen.logprobs) {
     throw ApiError::bad_request("echo", "'echo' with 'logprobs' (prompt logprobs) is not supported",
                                 "unsupported");
@@ -298,23 +299,25 @@ CompletionRequest parse_completion_request(std::string_view body) {
     throw ApiError::bad_request("n", str_cat("'n' times the number of prompts is above ", kMaxN));
   }
   return r;
+} catch (const JsonError& e) {
+  throw to_api_error(e);
 }
 
-ChatCompletionRequest parse_chat_completion_request(std::string_view body) {
+ChatCompletionRequest parse_chat_completion_request(std::string_view body) try {
   const json j = parse_json_object(body);
   const JsonFields f(j);
   ChatCompletionRequest r;
   r.gen = parse_common(f);
-  if (auto v = f.get_int("max_completion_tokens", 1, kI64Max)) r.gen.max_tokens = *v;
+  if (auto v = f.opt_int("max_completion_tokens", 1, kI64Max)) r.gen.max_tokens = *v;
   r.messages = parse_messages(f);
-  const bool logprobs = f.get_bool("logprobs").value_or(false);
-  const std::optional<int64_t> top = f.get_int("top_logprobs", 0, kMaxLogprobs);
+  const bool logprobs = f.opt_bool("logprobs").value_or(false);
+  const std::optional<int64_t> top = f.opt_int("top_logprobs", 0, kMaxLogprobs);
   if (top && !logprobs) {
     throw ApiError::bad_request("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
   }
   if (logprobs) r.gen.logprobs = int(top.value_or(0));
-  if (auto v = f.get_bool("add_generation_prompt")) r.add_generation_prompt = *v;
-  if (auto v = f.get_bool("continue_final_message")) r.continue_final_message = *v;
+  if (auto v = f.opt_bool("add_generation_prompt")) r.add_generation_prompt = *v;
+  if (auto v = f.opt_bool("continue_final_message")) r.continue_final_message = *v;
   if (const json* k = f.find("chat_template_kwargs")) {
     if (!k->is_object()) {
       throw ApiError::bad_request("chat_template_kwargs",
@@ -341,6 +344,8 @@ ChatCompletionRequest parse_chat_completion_request(std::string_view body) {
     }
   }
   return r;
+} catch (const JsonError& e) {
+  throw to_api_error(e);
 }
 
 engine::SamplingParams to_sampling_params(const GenerationRequest& g, int64_t max_tokens) {

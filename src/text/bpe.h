@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "text/json_access.h"
+#include "base/json.h"
 
 namespace vtllm::text {
 

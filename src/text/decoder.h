@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "text/json_access.h"
+#include "base/json.h"
 
 namespace vtllm::text {
 

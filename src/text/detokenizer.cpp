@@ -1,5 +1,7 @@
 #include "text/detokenizer.h"
 
+#include <algorithm>
+
 #include "text/utf8.h"
 
 namespace vtllm::text {
@@ -12,12 +14,18 @@ bool ends_with_replacement(const std::string& s) {
                    kReplacementChar) == 0;
 }
 
+// The last kContextIds of `context`.
+std::span<const TokenId> window_start(std::span<const TokenId> context) {
+  return context.last(std::min(context.size(), IncrementalDetokenizer::kContextIds));
+}
+
 }  // namespace
 
-IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer,
-                                               bool skip_special_tokens,
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens,
                                                std::span<const TokenId> context)
-    : tok_(&tokenizer), skip_special_(skip_special_tokens), ids_(context.begin(), context.end()) {
+    : tok_(&tokenizer),
+      skip_special_(skip_special_tokens),
+      ids_(window_start(context).begin(), window_start(context).end()) {
   prefix_ = 0;
   read_ = ids_.size();
 }

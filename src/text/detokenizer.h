@@ -10,6 +10,9 @@
 // Method (as vLLM's and HF's DecodeStream): decode a short window of ids
 // twice, without and with the new ids, and emit the difference once the
 // window no longer ends in U+FFFD.
+//
+// This is the engine's detokenizer too: LlmEngine keeps one per request over
+// the model's tokenizer, and its stop strings match on what push() returns.
 #pragma once
 
 #include <span>
@@ -22,9 +25,13 @@ namespace vtllm::text {
 
 class IncrementalDetokenizer {
  public:
+  // How many of the `context` ids (the last ones) start the decoding window.
+  static constexpr size_t kContextIds = 6;
+
   // `tokenizer` must outlive this object. `context` are ids already shown
-  // (e.g. the prompt's last few) that start the decoding window; they are
-  // never emitted.
+  // (typically the whole prompt); its last kContextIds start the decoding
+  // window so the first output id gets its leading space right (as vLLM's
+  // prefix offset does). They are never emitted.
   IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens,
                          std::span<const TokenId> context = {});
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "text/json_access.h"
+#include "base/json.h"
 
 namespace vtllm::text {
 

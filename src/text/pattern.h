@@ -2,7 +2,7 @@
 // (normalizer and decoder) share in tokenizer.json.
 #pragma once
 
-#include "text/json_access.h"
+#include "base/json.h"
 #include "text/regex.h"
 
 namespace vtllm::text {

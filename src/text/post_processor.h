@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "base/json.h"
 #include "text/bpe.h"
-#include "text/json_access.h"
 
 namespace vtllm::text {
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "text/json_access.h"
+#include "base/json.h"
 
 namespace vtllm::text {
 

@@ -16,6 +16,7 @@ namespace {
 }  // namespace
 
 int device_count() noexcept { return 0; }
+MemInfo mem_get_info(int) { no_cuda("CUDA mem_get_info"); }
 std::shared_ptr<void> allocate(size_t, int) { no_cuda("CUDA allocation"); }
 AllocatorStats allocator_stats(int) { no_cuda("CUDA allocator_stats"); }
 void reset_peak_in_use(int) { no_cuda("CUDA reset_peak_in_use"); }

@@ -30,9 +30,9 @@ EngineConfig config() {
 class SlowModel : public FakeModel {
  public:
   SlowModel() : FakeModel(kVocab, 100, 4) {}
-  std::vector<float> execute(const ForwardBatch& fb) override {
+  std::vector<float> logits(const StepPlan& fb) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return FakeModel::execute(fb);
+    return FakeModel::logits(fb);
   }
 };
 
@@ -121,10 +121,10 @@ TEST(AsyncEngine, DroppedStreamAbortsItsRequest) {
 class GatedModel : public FakeModel {
  public:
   explicit GatedModel(const std::atomic<bool>& open) : FakeModel(kVocab, 100, 4), open_(open) {}
-  std::vector<float> execute(const ForwardBatch& fb) override {
+  std::vector<float> logits(const StepPlan& fb) override {
     if (steps_++ > 0)
       while (!open_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return FakeModel::execute(fb);
+    return FakeModel::logits(fb);
   }
 
  private:

@@ -8,19 +8,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "engine/llm_engine.h"
+#include "models/registry.h"
+#include "vt/memory.h"
 #include "engine/model_runner.h"
 #include "io/config.h"
-#include "vt/device.h"
-
 #include "tie_compare.h"
+#include "vt/device.h"
 
 namespace vtllm::engine {
 namespace {
@@ -30,11 +30,8 @@ using nlohmann::json;
 std::string fixture_dir(const std::string& rel) { return std::string(VTLLM_SOURCE_DIR) + "/" + rel; }
 
 std::vector<std::vector<int32_t>> read_prompts(const std::string& dir) {
-  std::ifstream f(dir + "/reference.json");
-  VT_CHECK(f.good(), "cannot open ", dir, "/reference.json");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json ref = json::parse(ss.str());  // named: a range-for over a temporary's member dangles
+  const json ref = json::parse(
+      read_file(dir + "/reference.json"));  // named: a range-for over a temporary's member dangles
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& p : ref["prompts"])
     prompts.push_back(p["ids"].get<std::vector<int32_t>>());
@@ -75,7 +72,7 @@ struct EngineRun {
 EngineRun run(const std::string& dir, const std::vector<std::vector<int32_t>>& prompts,
         int32_t num_blocks, int64_t budget, bool solo, bool abort_odd = false) {
   EngineConfig cfg = engine_config(prompts, num_blocks, budget);
-  auto runner = ModelRunner::load(io::load_model_config(dir), dir, cfg.kv_cache, on_gpu());
+  auto runner = ModelRunner::load(models::load_model_config(dir), dir, cfg.kv_cache, on_gpu());
   EXPECT_TRUE(runner->model().device().is_cuda());
   if (!needs_state_slots(runner->model())) cfg.kv_cache.num_state_slots = 0;
   LlmEngine engine(cfg, std::move(runner));
@@ -148,8 +145,8 @@ TEST_P(CudaEngine, PreemptionAndAbortLeaveNoBlocks) {
 }
 
 // Prefill of every prompt at context 0 (so running it twice gives the same logits).
-ForwardBatch prefill_batch(const std::vector<std::vector<int32_t>>& prompts, int block_size) {
-  ForwardBatch fb;
+StepPlan prefill_batch(const std::vector<std::vector<int32_t>>& prompts, int block_size) {
+  StepPlan fb;
   fb.block_size = block_size;
   int32_t max_blocks = 0;
   for (const auto& p : prompts)
@@ -181,9 +178,9 @@ TEST_P(CudaEngine, DeviceArgmaxEqualsHostArgmaxOfLogits) {
   const std::string dir = fixture_dir(GetParam());
   const auto prompts = read_prompts(dir);
   EngineConfig cfg = engine_config(prompts, 400, 64);
-  auto runner = ModelRunner::load(io::load_model_config(dir), dir, cfg.kv_cache, on_gpu());
-  const ForwardBatch fb = prefill_batch(prompts, cfg.kv_cache.block_size);
-  const std::vector<float> logits = runner->execute(fb);
+  auto runner = ModelRunner::load(models::load_model_config(dir), dir, cfg.kv_cache, on_gpu());
+  const StepPlan fb = prefill_batch(prompts, cfg.kv_cache.block_size);
+  const std::vector<float> logits = runner->execute_logits(fb);
   const std::vector<int32_t> ids = runner->execute_greedy(fb);
   const int64_t vocab = runner->vocab_size();
   ASSERT_EQ(logits.size(), prompts.size() * size_t(vocab));
@@ -201,13 +198,13 @@ TEST_P(CudaEngine, KvCacheTakesTheMemoryUtilizationLeaves) {
   const std::string dir = fixture_dir(GetParam());
   const auto prompts = read_prompts(dir);
   EngineConfig cfg = engine_config(prompts, 0, 64);
-  const DeviceMemory start = device_memory(vt::Device::cuda(0));
+  const vt::DeviceMemoryInfo start = vt::device_memory_info(vt::Device::cuda(0));
   MemoryBudget budget;
   // What is in use now plus 512 MiB: a few hundred MiB of KV after the tiny model.
   budget.gpu_memory_utilization = double(start.used() + (uint64_t(512) << 20)) / double(start.total);
   budget.max_num_batched_tokens = 256;
   budget.max_num_seqs = 16;
-  auto runner = ModelRunner::load_sized(io::load_model_config(dir), dir, cfg.kv_cache, on_gpu(),
+  auto runner = ModelRunner::load_sized(models::load_model_config(dir), dir, cfg.kv_cache, on_gpu(),
                                         budget, true);
   ASSERT_TRUE(runner->cache_plan().has_value());
   const CachePlan& plan = *runner->cache_plan();
@@ -221,7 +218,7 @@ TEST_P(CudaEngine, KvCacheTakesTheMemoryUtilizationLeaves) {
   EXPECT_GT(used + double(plan.kv_bytes() + plan.bytes_per_block), share);
   // The cache the runner allocated is the plan's (cudaMalloc rounds each tensor to
   // 2 MiB pages; the fixtures have at most a few dozen cache tensors).
-  const DeviceMemory now = device_memory(vt::Device::cuda(0));
+  const vt::DeviceMemoryInfo now = vt::device_memory_info(vt::Device::cuda(0));
   const double allocated = double(now.used()) - double(plan.in_use);
   const double planned = double(plan.kv_bytes() + plan.bytes_per_block + plan.state_bytes);
   EXPECT_NEAR(allocated, planned, 64.0 * (1 << 20)) << plan.describe();

@@ -7,18 +7,18 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "engine/llm_engine.h"
+#include "models/registry.h"
+#include "vt/memory.h"
 #include "engine/model_runner.h"
 #include "io/config.h"
-#include "vt/device.h"
-
 #include "tie_compare.h"
+#include "vt/device.h"
 
 namespace vtllm::engine {
 namespace {
@@ -45,16 +45,12 @@ TEST(GraphSizes, CpuRunnerNeverUsesGraphs) {
   KvCacheConfig kv;
   kv.block_size = 4;
   kv.num_blocks = 32;
-  auto runner = ModelRunner::load(io::load_model_config(dir), dir, kv, {}, GraphOptions{});
+  auto runner = ModelRunner::load(models::load_model_config(dir), dir, kv, {}, GraphOptions{});
   EXPECT_FALSE(runner->uses_graphs());
 }
 
 std::vector<std::vector<int32_t>> read_prompts(const std::string& dir) {
-  std::ifstream f(dir + "/reference.json");
-  VT_CHECK(f.good(), "cannot open ", dir, "/reference.json");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const nlohmann::json ref = nlohmann::json::parse(ss.str());
+  const nlohmann::json ref = nlohmann::json::parse(read_file(dir + "/reference.json"));
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& p : ref["prompts"]) prompts.push_back(p["ids"].get<std::vector<int32_t>>());
   return prompts;
@@ -76,8 +72,8 @@ struct Sequences {
   std::vector<std::vector<int32_t>> tokens;
   std::vector<int32_t> context;  // tokens already in the cache
 
-  ForwardBatch step(bool prefill) const {
-    ForwardBatch fb;
+  StepPlan step(bool prefill) const {
+    StepPlan fb;
     fb.block_size = block_size;
     fb.max_blocks_per_seq = per;
     fb.query_start_loc.push_back(0);
@@ -116,7 +112,7 @@ std::vector<int32_t> argmax_rows(const std::vector<float>& logits, int64_t vocab
 // decode steps whose logits must match byte for byte.
 void replay_equals_padded_eager(const std::string& dir, io::LoadFormat format,
                                 const std::vector<int64_t>& batches, int steps) {
-  const io::ModelConfig config = io::load_model_config(dir);
+  const io::ModelConfig config = models::load_model_config(dir);
   std::vector<std::vector<int32_t>> prompts;
   if (format == io::LoadFormat::kDummy)
     prompts = {{1, 2, 3, 4, 5, 6, 7}, {9, 8}, {100, 200, 300}};
@@ -143,7 +139,7 @@ void replay_equals_padded_eager(const std::string& dir, io::LoadFormat format,
     seq.per = per;
     for (int64_t r = 0; r < B; ++r) seq.tokens.push_back(prompts[size_t(r) % prompts.size()]);
     seq.context.assign(size_t(B), 0);
-    std::vector<float> la = a->execute(seq.step(true)), lb = b->execute(seq.step(true));
+    std::vector<float> la = a->execute_logits(seq.step(true)), lb = b->execute_logits(seq.step(true));
     ASSERT_EQ(la, lb) << "prefill (eager on both), B=" << B;
     for (int s = 0; s < steps; ++s) {
       const std::vector<int32_t> next = argmax_rows(la, vocab);
@@ -151,9 +147,9 @@ void replay_equals_padded_eager(const std::string& dir, io::LoadFormat format,
         seq.tokens[r].push_back(next[r]);
         seq.context[r] = int32_t(seq.tokens[r].size()) - 1;
       }
-      const ForwardBatch fb = seq.step(false);
-      la = a->execute(fb);
-      lb = b->execute(fb);
+      const StepPlan fb = seq.step(false);
+      la = a->execute_logits(fb);
+      lb = b->execute_logits(fb);
       ASSERT_EQ(la.size(), size_t(B * vocab));
       ASSERT_EQ(lb.size(), la.size());
       EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0)
@@ -198,7 +194,7 @@ TEST_P(CudaGraphRunner, EngineTokensWithAndWithoutGraphs) {
     cfg.kv_cache.num_state_slots = 16;
     GraphOptions g;
     g.enforce_eager = eager;
-    auto runner = ModelRunner::load(io::load_model_config(dir), dir, cfg.kv_cache, on_gpu(), g);
+    auto runner = ModelRunner::load(models::load_model_config(dir), dir, cfg.kv_cache, on_gpu(), g);
     if (!needs_state_slots(runner->model())) cfg.kv_cache.num_state_slots = 0;
     LlmEngine engine(cfg, std::move(runner));
     SamplingParams p;

@@ -14,6 +14,7 @@
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "io/config.h"
+#include "models/registry.h"
 #include "vt/device.h"
 #include "vt/ops/copy.h"
 #include "vt/ops/sampling.h"
@@ -210,20 +211,15 @@ TEST(CudaDeviceSampler, MatchesSamplerAtQwenVocab) {
   }
 }
 
-// A runner with the sampling path chosen by the test.
-class Forced final : public ModelExecutor {
+// A runner whose logits cross to the host and are sampled there (vt::sample's CPU arm).
+class HostSampled final : public HostLogitsExecutor {
  public:
-  Forced(std::unique_ptr<ModelRunner> r, bool on_device) : runner_(std::move(r)), on_device_(on_device) {}
+  explicit HostSampled(std::unique_ptr<ModelRunner> r) : runner_(std::move(r)) {}
   int64_t vocab_size() const override { return runner_->vocab_size(); }
-  std::vector<float> execute(const ForwardBatch& b) override { return runner_->execute(b); }
-  bool samples_on_device() const override { return on_device_; }
-  vt::SampleOutput execute_sampled(const ForwardBatch& b, const vt::SampleBatch& s) override {
-    return runner_->execute_sampled(b, s);
-  }
+  std::vector<float> logits(const StepPlan& b) override { return runner_->execute_logits(b); }
 
  private:
   std::unique_ptr<ModelRunner> runner_;
-  bool on_device_;
 };
 
 // The tiny Qwen3 fixture through LlmEngine on `dev` with seeded and unseeded sampled
@@ -241,9 +237,13 @@ std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>> run_e
   cfg.kv_cache.block_size = 4;
   cfg.kv_cache.num_blocks = 400;
   cfg.sampler.seed = 77;
-  auto runner = ModelRunner::load(io::load_model_config(dir), dir, cfg.kv_cache, load);
-  EXPECT_EQ(runner->samples_on_device(), dev.is_cuda());
-  LlmEngine engine(cfg, std::make_unique<Forced>(std::move(runner), device_path));
+  auto runner = ModelRunner::load(models::load_model_config(dir), dir, cfg.kv_cache, load);
+  std::unique_ptr<ModelExecutor> executor;
+  if (device_path)
+    executor = std::move(runner);
+  else
+    executor = std::make_unique<HostSampled>(std::move(runner));
+  LlmEngine engine(cfg, std::move(executor));
   std::mt19937 rng(3);
   for (int i = 0; i < 6; ++i) {
     SamplingParams p;
@@ -279,11 +279,7 @@ void expect_same_run(const std::pair<std::map<std::string, std::vector<int32_t>>
   for (size_t i = 0; i < a.second.size(); ++i) EXPECT_NEAR(a.second[i], b.second[i], tol) << i;
 }
 
-TEST(DeviceSampler, EngineTakesTheDevicePathWithTheHostPathsTokens) {
-  expect_same_run(run_engine(vt::Device::cpu(), true), run_engine(vt::Device::cpu(), false), 1e-5);
-}
-
-// On cuda:0 (the engine's default path there) against the host path on the same logits.
+// On cuda:0 (vt::sample where the logits are) against the same logits sampled on the host.
 TEST(CudaDeviceSampler, EngineOnCudaSamplesAsTheHostPath) {
   if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   expect_same_run(run_engine(vt::Device::cuda(0), true), run_engine(vt::Device::cuda(0), false),

@@ -11,21 +11,13 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/forward_batch.h"
+#include "base/hash.h"
+#include "engine/step_plan.h"
 #include "engine/model_executor.h"
 
 namespace vtllm::engine::testing {
 
-inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-class FakeModel : public ModelExecutor {
+class FakeModel : public HostLogitsExecutor {
  public:
   // num_state_slots counts every GDN slot: running ones plus snapshots.
   FakeModel(int64_t vocab, int32_t num_blocks, int block_size, int32_t num_state_slots = 0)
@@ -41,7 +33,7 @@ class FakeModel : public ModelExecutor {
     return logits_from_hash(hash_sequence(seq));
   }
 
-  std::vector<float> execute(const ForwardBatch& fb) override {
+  std::vector<float> logits(const StepPlan& fb) override {
     const int bs = fb.block_size;
     // 1. Write every token's "KV" (its id and position) into its slot.
     for (int64_t t = 0; t < fb.num_tokens(); ++t) {
@@ -89,7 +81,7 @@ class FakeModel : public ModelExecutor {
   static constexpr uint64_t kEmpty = 0x1234567;
 
   static uint64_t step_hash(uint64_t h, int32_t token) {
-    return mix64(h * 31 + static_cast<uint32_t>(token) + 0x9e3779b97f4a7c15ULL);
+    return splitmix64(h * 31 + static_cast<uint32_t>(token));
   }
   static uint64_t hash_sequence(const std::vector<int32_t>& seq) {
     uint64_t h = kEmpty;

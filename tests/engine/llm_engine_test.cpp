@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
+#include <string_view>
 
 #include "base/error.h"
 #include "fake_model.h"
+#include "text/tokenizer.h"
 
 namespace vtllm::engine {
 namespace {
@@ -65,12 +69,12 @@ void collect(const std::vector<EngineOutput>& outs, Results& res) {
 // tokens_computed, how many tokens the model ran.
 Results run(const EngineConfig& config, const std::vector<Spec>& specs,
             int64_t* tokens_computed = nullptr, SchedulerStats* stats = nullptr,
-            std::unique_ptr<DetokenizerFactory> detok = nullptr) {
+            const text::Tokenizer* tokenizer = nullptr) {
   auto model = std::make_unique<FakeModel>(
       kVocab, config.kv_cache.num_blocks, kBlockSize,
       config.kv_cache.num_state_slots + config.kv_cache.num_state_snapshots);
   const FakeModel* model_view = model.get();
-  LlmEngine engine(config, std::move(model), std::move(detok));
+  LlmEngine engine(config, std::move(model), tokenizer);
   for (const Spec& s : specs) engine.add_request(s.id, s.prompt, s.params);
   Results res;
   int guard = 0;
@@ -274,111 +278,105 @@ TEST(LlmEngine, ParallelSamplingIsNSeededChildrenSharingThePrompt) {
   EXPECT_NE(par.at({"x", 0}).tokens, par.at({"x", 1}).tokens);
 }
 
-char letter(int32_t token) { return static_cast<char>('a' + token % 26); }
-
-class LetterDetokenizer : public IncrementalDetokenizer {
- public:
-  std::string add(int32_t token) override { return std::string(1, letter(token)); }
-  std::string finish() override { return {}; }
-};
-class LetterFactory : public DetokenizerFactory {
- public:
-  std::unique_ptr<IncrementalDetokenizer> create(std::span<const int32_t>, bool) override {
-    return std::make_unique<LetterDetokenizer>();
-  }
-};
-
-// Holds each token's letter back until the next token arrives (as a partial
-// UTF-8 character waits for its continuation); finish() releases the last one
-// in upper case, so the test sees that it came from finish(). Records the
-// skip_special_tokens flag each request asked for.
-class HoldingDetokenizer : public IncrementalDetokenizer {
- public:
-  std::string add(int32_t token) override {
-    EXPECT_FALSE(finished_) << "add() after finish()";
-    std::string out = held_ ? std::string(1, *held_) : std::string();
-    held_ = letter(token);
-    return out;
-  }
-  std::string finish() override {
-    EXPECT_FALSE(finished_) << "finish() twice";
-    finished_ = true;
-    return held_ ? std::string(1, static_cast<char>(*held_ - 'a' + 'A')) : std::string();
-  }
-
- private:
-  std::optional<char> held_;
-  bool finished_ = false;
-};
-class HoldingFactory : public DetokenizerFactory {
- public:
-  explicit HoldingFactory(std::vector<bool>* skips) : skips_(skips) {}
-  std::unique_ptr<IncrementalDetokenizer> create(std::span<const int32_t>, bool skip) override {
-    skips_->push_back(skip);
-    return std::make_unique<HoldingDetokenizer>();
-  }
-
- private:
-  std::vector<bool>* skips_;
-};
-
-// The text the holding detokenizer gives for `tokens` fed whole, then finish().
-std::string held_text(const std::vector<int32_t>& tokens) {
-  std::string s;
-  for (int32_t t : tokens) s += letter(t);
-  if (!s.empty()) s.back() = static_cast<char>(s.back() - 'a' + 'A');
-  return s;
+// A byte-level tokenizer over the fake model's 64 ids: 0 "<eos>" and 63 "<sp>"
+// are special; 1-52 are letters, 53-58 digits, 59-62 the single bytes 0xC3,
+// 0xA9, 0xBC, 0xB1 (0xC3 0xA9 is "é"), so outputs hold characters split
+// across tokens and unfinished ones.
+const text::Tokenizer& test_tokenizer() {
+  static const text::Tokenizer tok = [] {
+    nlohmann::json vocab = nlohmann::json::object();
+    int32_t id = 1;
+    for (char c = 'a'; c <= 'z'; ++c) vocab[std::string(1, c)] = id++;
+    for (char c = 'A'; c <= 'Z'; ++c) vocab[std::string(1, c)] = id++;
+    for (char c = '0'; c <= '5'; ++c) vocab[std::string(1, c)] = id++;
+    // ByteLevel spells these bytes as the code point of the same value.
+    for (unsigned b : {0xC3u, 0xA9u, 0xBCu, 0xB1u})
+      vocab[std::string{char(0xC0 | (b >> 6)), char(0x80 | (b & 0x3F))}] = id++;
+    const nlohmann::json j = {
+        {"added_tokens",
+         {{{"id", 0}, {"content", "<eos>"}, {"special", true}},
+          {{"id", kVocab - 1}, {"content", "<sp>"}, {"special", true}}}},
+        {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}}},
+        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+    return text::Tokenizer::from_json(j.dump(), "test tokenizer");
+  }();
+  return tok;
 }
 
-TEST(LlmEngine, FinishFlushesWhatTheDetokenizerHeldBack) {
+// The first n output tokens decoded at once: the reference for the streamed text.
+std::string decoded(const std::vector<int32_t>& tokens, size_t n, bool skip_special) {
+  return test_tokenizer().decode(std::span(tokens).first(n), skip_special);
+}
+
+bool is_letter(int32_t token) { return token >= 1 && token <= 52; }
+
+// Letters and digits only: the prompt's decoding window ends on a whole character.
+std::vector<int32_t> ascii_prompt(std::mt19937& rng, int n) {
+  std::vector<int32_t> p(n);
+  for (auto& t : p) t = 1 + static_cast<int32_t>(rng() % 58);
+  return p;
+}
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+TEST(LlmEngine, StreamedTextEqualsTheOneShotDecode) {
+  // Held-back partial characters, the flush at the end and each request's
+  // skip_special_tokens all show in the concatenated text.
   std::mt19937 rng(11);
-  std::vector<bool> skips;
   std::vector<Spec> specs;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 64; ++i) {
     SamplingParams p;
-    p.temperature = 0.0f;
-    p.max_tokens = 1 + i * 3;
-    p.ignore_eos = true;
+    p.temperature = i % 3 == 0 ? 0.0f : 1.0f;
+    p.seed = 1000 + i;
+    p.max_tokens = 1 + i % 24;
+    p.ignore_eos = i % 4 != 3;
     p.skip_special_tokens = i % 2 == 0;
-    specs.push_back({str_cat("r", i), random_prompt(rng, 3 + i), p});
+    specs.push_back({str_cat("r", i), ascii_prompt(rng, 3 + i % 7), p});
   }
-  const Results r = run(engine_config(200), specs, nullptr, nullptr,
-                        std::make_unique<HoldingFactory>(&skips));
-  ASSERT_EQ(skips.size(), specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    EXPECT_EQ(skips[i], specs[i].params.skip_special_tokens) << i;
-    const Result& got = r.at({specs[i].id, 0});
-    ASSERT_EQ(got.tokens.size(), size_t(specs[i].params.max_tokens));
-    EXPECT_EQ(got.text, held_text(got.tokens)) << specs[i].id;
+  const Results r = run(engine_config(800, 256, 64), specs, nullptr, nullptr, &test_tokenizer());
+  int specials_shown = 0, specials_skipped = 0, unfinished_at_end = 0;
+  for (const Spec& s : specs) {
+    const Result& got = r.at({s.id, 0});
+    size_t n = got.tokens.size();
+    if (got.reason == FinishReason::kStop) --n;  // the eos that ended it is not text
+    const bool skip = s.params.skip_special_tokens;
+    EXPECT_EQ(got.text, decoded(got.tokens, n, skip)) << s.id;
+    const bool special = std::any_of(got.tokens.begin(), got.tokens.begin() + n,
+                                     [&](int32_t t) { return test_tokenizer().is_special(t); });
+    (skip ? specials_skipped : specials_shown) += special;
+    unfinished_at_end += got.text.ends_with(kReplacement);
   }
+  // Each behaviour was exercised, so a wrong flag or a missing flush fails above.
+  EXPECT_GT(specials_shown, 0);
+  EXPECT_GT(specials_skipped, 0);
+  EXPECT_GT(unfinished_at_end, 0);
 }
 
 TEST(LlmEngine, TheStopTokenIsLeftOutOfTheTextUnlessIncluded) {
   std::mt19937 rng(5);
-  const std::vector<int32_t> prompt = random_prompt(rng, 7);
+  const std::vector<int32_t> prompt = ascii_prompt(rng, 7);
   SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = 12;
   p.ignore_eos = true;
-  const Results free_run = run(engine_config(200), {{"f", prompt, p}}, nullptr, nullptr,
-                               std::make_unique<LetterFactory>());
+  p.skip_special_tokens = false;  // a special stop token shows when included
+  const Results free_run =
+      run(engine_config(200), {{"f", prompt, p}}, nullptr, nullptr, &test_tokenizer());
   const std::vector<int32_t> tokens = free_run.at({"f", 0}).tokens;
   ASSERT_EQ(tokens.size(), 12u);
   // Stop on the 5th output token (the first output equal to it is where it stops).
   const int32_t stop = tokens[4];
   const size_t at = size_t(std::find(tokens.begin(), tokens.end(), stop) - tokens.begin());
-  std::string letters;
-  for (size_t i = 0; i <= at; ++i) letters += letter(tokens[i]);
   for (bool include : {false, true}) {
     SamplingParams q = p;
     q.stop_token_ids = {stop};
     q.include_stop_str_in_output = include;
-    const Results r = run(engine_config(200), {{"s", prompt, q}}, nullptr, nullptr,
-                          std::make_unique<LetterFactory>());
+    const Results r =
+        run(engine_config(200), {{"s", prompt, q}}, nullptr, nullptr, &test_tokenizer());
     const Result& got = r.at({"s", 0});
     EXPECT_EQ(got.reason, FinishReason::kStop);
     EXPECT_EQ(got.tokens.size(), at + 1);
-    EXPECT_EQ(got.text, include ? letters : letters.substr(0, at)) << include;
+    EXPECT_EQ(got.text, decoded(tokens, include ? at + 1 : at, false)) << include;
   }
 }
 
@@ -388,19 +386,27 @@ TEST(LlmEngine, StopStringEndsTheRequestAndTruncatesItsText) {
   p.temperature = 0.0f;
   p.max_tokens = 20;
   p.ignore_eos = true;
-  const Spec s{"s", random_prompt(rng, 9), p};
-  const Results free_run = run(engine_config(200), {s}, nullptr, nullptr, std::make_unique<LetterFactory>());
+  const Spec s{"s", ascii_prompt(rng, 9), p};
+  const Results free_run = run(engine_config(200), {s}, nullptr, nullptr, &test_tokenizer());
+  const std::vector<int32_t>& tokens = free_run.at({"s", 0}).tokens;
   const std::string text = free_run.at({"s", 0}).text;
-  ASSERT_EQ(text.size(), 20u);
-  // A stop string spanning outputs 6 and 7; the output must end right before it.
+  ASSERT_EQ(tokens.size(), 20u);
+  ASSERT_EQ(text, decoded(tokens, tokens.size(), true));
+  // A stop string spanning two outputs (two letters: whole characters).
+  size_t k = 4;
+  while (k + 1 < tokens.size() && !(is_letter(tokens[k]) && is_letter(tokens[k + 1]))) ++k;
+  ASSERT_LT(k + 1, tokens.size()) << "no two letters in a row to stop on";
   Spec stopped = s;
-  stopped.params.stop = {text.substr(6, 2)};
-  const size_t first = text.find(stopped.params.stop[0]);
-  const Results r = run(engine_config(200), {stopped}, nullptr, nullptr, std::make_unique<LetterFactory>());
+  stopped.params.stop = {test_tokenizer().decode(std::span(tokens).subspan(k, 2))};
+  // The request ends at the first output whose text completes the stop, and
+  // its text ends right before the stop.
+  size_t steps = 1;
+  while (decoded(tokens, steps, true).find(stopped.params.stop[0]) == std::string::npos) ++steps;
+  const Results r = run(engine_config(200), {stopped}, nullptr, nullptr, &test_tokenizer());
   const Result& got = r.at({"s", 0});
   EXPECT_EQ(got.reason, FinishReason::kStop);
-  EXPECT_EQ(got.text, text.substr(0, first));
-  EXPECT_EQ(got.tokens.size(), first + 2);
+  EXPECT_EQ(got.text, text.substr(0, text.find(stopped.params.stop[0])));
+  EXPECT_EQ(got.tokens.size(), steps);
   EXPECT_THROW(
       {
         LlmEngine e(engine_config(200), std::make_unique<FakeModel>(kVocab, 200, kBlockSize));

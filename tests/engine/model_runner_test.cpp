@@ -6,12 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "engine/llm_engine.h"
 
 namespace vtllm::engine {
@@ -28,11 +27,7 @@ struct Case {
 std::string fixture_dir(const std::string& rel) { return std::string(VTLLM_SOURCE_DIR) + "/" + rel; }
 
 std::vector<Case> read_cases(const std::string& dir) {
-  std::ifstream f(dir + "/reference.json");
-  VT_CHECK(f.good(), "cannot open ", dir, "/reference.json");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json ref = json::parse(ss.str());
+  const json ref = json::parse(read_file(dir + "/reference.json"));
   std::vector<Case> cases;
   for (const auto& p : ref["prompts"])
     cases.push_back({p["name"].get<std::string>(), p["ids"].get<std::vector<int32_t>>(),

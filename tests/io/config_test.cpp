@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "config_classes.h"
+
 #include "expect_error.h"
 #include "st_writer.h"
 
@@ -10,10 +12,10 @@ namespace {
 
 const std::string kBench = std::string(VTLLM_SOURCE_DIR) + "/bench/models/";
 
-ModelConfig parse(const std::string& text) { return parse_model_config(text, "config.json"); }
+ModelConfig parse(const std::string& text) { return testing::parse_config(text); }
 
 TEST(Config, Qwen3_5DefaultTextConfigTakesTransformersDefaults) {
-  ModelConfig c = load_model_config(kBench + "qwen3_5-default-text");
+  ModelConfig c = testing::load_config(kBench + "qwen3_5-default-text");
   EXPECT_EQ(c.arch, Architecture::kQwen3_5);
   EXPECT_FALSE(c.multimodal);
   EXPECT_FALSE(c.vision.has_value());
@@ -47,7 +49,7 @@ TEST(Config, Qwen3_5DefaultTextConfigTakesTransformersDefaults) {
 }
 
 TEST(Config, Qwen3_6_27bReadsTextAndVisionConfigs) {
-  ModelConfig c = load_model_config(kBench + "qwen3_6-27b");
+  ModelConfig c = testing::load_config(kBench + "qwen3_6-27b");
   EXPECT_EQ(c.architecture_class, "Qwen3_5ForConditionalGeneration");
   EXPECT_TRUE(c.multimodal);
   EXPECT_FALSE(c.tie_word_embeddings);
@@ -70,7 +72,7 @@ TEST(Config, Qwen3_6_27bReadsTextAndVisionConfigs) {
 }
 
 TEST(Config, Qwen3_6_35bReadsMoeFields) {
-  ModelConfig c = load_model_config(kBench + "qwen3_6-35b-a3b");
+  ModelConfig c = testing::load_config(kBench + "qwen3_6-35b-a3b");
   EXPECT_EQ(c.arch, Architecture::kQwen3_5Moe);
   ASSERT_TRUE(c.text.moe);
   EXPECT_EQ(c.text.moe->num_experts, 256);
@@ -151,9 +153,33 @@ TEST(Config, LlamaDerivesHeadDimAndEos) {
   EXPECT_TRUE(c.tie_word_embeddings);
 }
 
-TEST(Config, RejectsUnknownArchitecture) {
-  EXPECT_ERROR_WITH(parse(R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"})"), "config.json",
-                    "architectures", "unknown architecture 'GPT2LMHeadModel'", "Qwen3_5ForCausalLM");
+TEST(Config, RejectsAModelTypeTheClassDoesNotTakeOrIoDoesNotRead) {
+  const ConfigClass qwen3{"Qwen3ForCausalLM", false, {"qwen3"}};
+  EXPECT_ERROR_WITH(parse_model_config(R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "llama"})",
+                                       "config.json", qwen3),
+                    "config.json", "model_type", "'llama' does not match architecture Qwen3ForCausalLM");
+  const ConfigClass gpt2{"GPT2LMHeadModel", false, {"gpt2"}};
+  EXPECT_ERROR_WITH(parse_model_config(R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"})",
+                                       "config.json", gpt2),
+                    "model_type", "'gpt2' is not a config family");
+  EXPECT_ERROR_WITH(parse_model_config(R"({"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3"})",
+                                       "config.json", qwen3),
+                    "architectures", "'Qwen3_5ForCausalLM' is not the class Qwen3ForCausalLM");
+}
+
+// transformers 5.17 loads a Qwen3.5 whose rope_parameters has no mrope_section and whose
+// head_dim is not 256: the rotary module's default [11, 11, 10] applies, clipped to the
+// rotary dims there are (qwen3_5.md §7.5).
+TEST(Config, Qwen3_5MropeSectionDefaultsWhateverTheHeadDim) {
+  for (int64_t head_dim : {48, 32}) {
+    const ModelConfig c = parse(R"({"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text",
+        "head_dim": )" + std::to_string(head_dim) + R"(, "rope_parameters": {"rope_theta": 10000.0}})");
+    EXPECT_EQ(c.text.rotary_dim(), head_dim / 4);
+    EXPECT_EQ(c.text.rope.mrope_section, (std::vector<int64_t>{11, 11, 10}));
+  }
+  const ModelConfig odd = parse(R"({"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text",
+      "rope_parameters": {"mrope_section": [10, 10, 10]}})");
+  EXPECT_EQ(odd.text.rope.mrope_section, (std::vector<int64_t>{10, 10, 10}));
 }
 
 TEST(Config, RejectsMissingRequiredFields) {
@@ -204,8 +230,8 @@ TEST(Config, RejectsInconsistentValues) {
       "hidden_size": 0})"),
                     "hidden_size", "must be positive");
   EXPECT_ERROR_WITH(parse(R"({"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text",
-      "rope_parameters": {"mrope_section": [10, 10, 10]}})"),
-                    "mrope_section", "32");
+      "rope_parameters": {"mrope_section": [10, 10]}})"),
+                    "mrope_section", "has 2 entries");
   EXPECT_ERROR_WITH(parse(R"({"architectures": ["Qwen3_5MoeForCausalLM"], "model_type": "qwen3_5_moe_text",
       "num_experts": 4})"),
                     "num_experts_per_tok", "exceeds num_experts 4");
@@ -214,7 +240,7 @@ TEST(Config, RejectsInconsistentValues) {
 TEST(Config, RejectsMalformedJsonNamingTheFile) {
   EXPECT_ERROR_WITH(parse(R"({"architectures": ["Qwen3ForCausalLM"],)"), "config.json", "malformed JSON");
   EXPECT_ERROR_WITH(parse("[]"), "config.json", "not a JSON object");
-  EXPECT_ERROR_WITH(load_model_config("/nonexistent-dir"), "/nonexistent-dir/config.json", "cannot open");
+  EXPECT_ERROR_WITH(testing::load_config("/nonexistent-dir"), "/nonexistent-dir/config.json", "cannot open");
 }
 
 TEST(GenerationConfig, ReadsEosListAndSamplingDefaults) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "config_classes.h"
+#include "reference_params.h"
+
 #include <cmath>
 
 #include "expect_error.h"
@@ -10,15 +13,14 @@ namespace vtllm::io {
 namespace {
 
 ModelConfig tiny(const char* dtype) {
-  return parse_model_config(std::string(R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+  return testing::parse_config(std::string(R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
       "vocab_size": 3000, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "dtype": ")") + dtype + "\"}",
-                            "config.json");
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "dtype": ")") + dtype + "\"}");
 }
 
 Weights make(const ModelConfig& c, uint64_t seed, int threads) {
   vt::Stream s(vt::Device::cpu(), threads);
-  return dummy_weights(s, param_specs(c), {.dummy_seed = seed, .progress = LoadOptions::Progress::kNever});
+  return dummy_weights(s, testing::reference_params(c), {.dummy_seed = seed, .progress = LoadOptions::Progress::kNever});
 }
 
 std::string bytes_of(const vt::Tensor& t) { return std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()); }
@@ -26,7 +28,7 @@ std::string bytes_of(const vt::Tensor& t) { return std::string(static_cast<const
 TEST(DummyWeights, ShapesAndDtypesFollowTheSpecs) {
   const ModelConfig c = tiny("bfloat16");
   Weights w = make(c, 1, 2);
-  const auto specs = param_specs(c);
+  const auto specs = testing::reference_params(c);
   ASSERT_EQ(w.tensors.size(), specs.size());
   for (const ParamSpec& s : specs) {
     EXPECT_EQ(w.at(s.name).shape(), s.shape) << s.name;
@@ -91,7 +93,7 @@ TEST(DummyWeights, LoadModelWeightsNeedsOnlyTheConfig) {
   vt::Stream s(vt::Device::cpu(), 2);
   const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/bench/models/qwen3_5-default-text";
   // The real shapes are 9e9 parameters; check the dispatch on a shrunken copy of the config.
-  ModelConfig c = load_model_config(dir);
+  ModelConfig c = testing::load_config(dir);
   c.text.vocab_size = 32;
   c.text.hidden_size = 8;
   c.text.intermediate_size = 8;
@@ -99,8 +101,8 @@ TEST(DummyWeights, LoadModelWeightsNeedsOnlyTheConfig) {
   c.text.layer_types.resize(4);
   c.text.head_dim = 4;
   c.text.linear_attention->key_head_dim = c.text.linear_attention->value_head_dim = 2;
-  Weights w = load_model_weights(s, dir, c, {.format = LoadFormat::kDummy, .progress = LoadOptions::Progress::kNever});
-  EXPECT_EQ(w.tensors.size(), param_specs(c).size());
+  Weights w = load_model_weights(s, dir, c, testing::reference_params(c), {.format = LoadFormat::kDummy, .progress = LoadOptions::Progress::kNever});
+  EXPECT_EQ(w.tensors.size(), testing::reference_params(c).size());
   EXPECT_EQ(w.at("model.layers.3.self_attn.q_proj.weight").shape(), (vt::Shape{16 * 4 * 2, 8}));
 }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "config_classes.h"
+#include "reference_params.h"
+
 #include <cstring>
 
 #include "expect_error.h"
@@ -30,7 +33,7 @@ const char* kTinyMoe = R"({"architectures": ["Qwen3_5MoeForConditionalGeneration
   "vision_config": {"depth": 1, "hidden_size": 8, "intermediate_size": 12, "num_heads": 2, "out_hidden_size": 16,
     "num_position_embeddings": 4, "patch_size": 2}})";
 
-ModelConfig tiny_moe() { return parse_model_config(kTinyMoe, "config.json"); }
+ModelConfig tiny_moe() { return testing::parse_config(kTinyMoe); }
 
 // One random BF16 tensor per spec, named with `rename` applied.
 std::vector<StTensor> tensors_for(const std::vector<ParamSpec>& specs,
@@ -54,7 +57,7 @@ std::string strip_language_model(const std::string& n) {
 TEST(WeightLoader, LoadsEveryTensorZeroCopyAcceptingTheCausalLmSpelling) {
   TempDir dir;
   const ModelConfig c = tiny_moe();
-  const auto specs = param_specs(c);
+  const auto specs = testing::reference_params(c);
   auto ts = tensors_for(specs, strip_language_model);
   ts.push_back({"mtp.fc.weight", "BF16", {16, 32}, random_bytes(1024, 7)});
   ts.push_back({"mtp.layers.0.input_layernorm.weight", "BF16", {16}, random_bytes(32, 8)});
@@ -80,7 +83,7 @@ TEST(WeightLoader, LoadsEveryTensorZeroCopyAcceptingTheCausalLmSpelling) {
 TEST(WeightLoader, TensorsOutliveTheCheckpointObject) {
   TempDir dir;
   const ModelConfig c = tiny_moe();
-  const auto specs = param_specs(c);
+  const auto specs = testing::reference_params(c);
   auto ts = tensors_for(specs, [](const std::string& n) { return n; });
   write_file(dir / "model.safetensors", safetensors_bytes(ts));
   vt::Stream s(vt::Device::cpu(), 1);
@@ -95,7 +98,7 @@ TEST(WeightLoader, TensorsOutliveTheCheckpointObject) {
 TEST(WeightLoader, FusesPerExpertTensors) {
   TempDir dir;
   const ModelConfig c = tiny_moe();
-  const auto specs = param_specs(c, {.language_model_only = true});
+  const auto specs = testing::reference_params(c, true);
   std::vector<StTensor> ts;
   uint32_t seed = 1;
   const int64_t E = 4, I = 6, H = 16;
@@ -144,7 +147,7 @@ TEST(WeightLoader, FusesPerExpertTensors) {
 TEST(WeightLoader, ReportsEveryProblemInOneError) {
   TempDir dir;
   const ModelConfig c = tiny_moe();
-  const auto specs = param_specs(c);
+  const auto specs = testing::reference_params(c);
   auto ts = tensors_for(specs, [](const std::string& n) { return n; });
   const std::string missing = ts[3].name;
   ts.erase(ts.begin() + 3);
@@ -171,7 +174,7 @@ TEST(WeightLoader, ReportsEveryProblemInOneError) {
 TEST(WeightLoader, ConvertsOtherFloatDtypesAndRejectsIntegers) {
   TempDir dir;
   const ModelConfig c = tiny_moe();
-  const auto specs = param_specs(c, {.language_model_only = true});
+  const auto specs = testing::reference_params(c, true);
   auto ts = tensors_for(specs, [](const std::string& n) { return n; });
   const std::string a_log = "model.language_model.layers.0.linear_attn.A_log";
   const std::vector<float> f32 = {1.0f, -2.5f, 1.00390625f, 3.0e-3f};  // 1+2^-8 is a bf16 tie: rounds to even
@@ -196,7 +199,7 @@ TEST(WeightLoader, ConvertsOtherFloatDtypesAndRejectsIntegers) {
 TEST(WeightLoader, LoadsATwoShardCheckpoint) {
   TempDir dir;
   const ModelConfig c = tiny_moe();
-  const auto specs = param_specs(c);
+  const auto specs = testing::reference_params(c);
   auto ts = tensors_for(specs, [](const std::string& n) { return n; });
   const size_t half = ts.size() / 2;
   write_file(dir / "model-00001-of-00002.safetensors",
@@ -208,7 +211,7 @@ TEST(WeightLoader, LoadsATwoShardCheckpoint) {
     index += (i ? "," : "") + ("\"" + ts[i].name + "\": \"model-0000") + (i < half ? "1" : "2") + "-of-00002.safetensors\"";
   write_file(dir / "model.safetensors.index.json", index + "}}");
   vt::Stream s(vt::Device::cpu(), 2);
-  Weights w = load_model_weights(s, dir.str(), c, {.progress = LoadOptions::Progress::kNever});
+  Weights w = load_model_weights(s, dir.str(), c, testing::reference_params(c), {.progress = LoadOptions::Progress::kNever});
   ASSERT_EQ(w.tensors.size(), ts.size());
   EXPECT_EQ(bytes_of(w.at(ts.front().name)), ts.front().bytes);
   EXPECT_EQ(bytes_of(w.at(ts.back().name)), ts.back().bytes);
@@ -221,8 +224,8 @@ TEST(WeightLoader, LoadsSavePretrainedFixtures) {
   for (const char* name : {"qwen3-tiny", "qwen3_5-tiny-r2", "qwen3_5-tiny-r3-vl"}) {
     SCOPED_TRACE(name);
     const std::string dir = kFixtures + name;
-    const ModelConfig c = load_model_config(dir);
-    const auto specs = param_specs(c);
+    const ModelConfig c = testing::load_config(dir);
+    const auto specs = testing::reference_params(c);
     const Checkpoint ck = Checkpoint::open(dir);
     int64_t file_params = 0;
     for (const auto& [n, e] : ck.tensors()) file_params += e.tensor->numel();
@@ -240,26 +243,25 @@ TEST(WeightLoader, LoadsSavePretrainedFixtures) {
 
 TEST(WeightLoader, MultimodalCheckpointLoadsIntoTheCausalLmClass) {
   const std::string dir = kFixtures + "qwen3_5-tiny-r3-vl";
-  ModelConfig c = load_model_config(dir);
-  ModelConfig text_only = parse_model_config(
+  ModelConfig c = testing::load_config(dir);
+  ModelConfig text_only = testing::parse_config(
       R"({"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5", "text_config": {"vocab_size": 512,
       "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 8, "num_attention_heads": 4,
       "num_key_value_heads": 2, "head_dim": 64, "linear_num_key_heads": 2, "linear_num_value_heads": 6,
       "linear_key_head_dim": 32, "linear_value_head_dim": 32, "dtype": "bfloat16",
-      "rope_parameters": {"mrope_section": [3, 3, 2]}}})",
-      "config.json");
+      "rope_parameters": {"mrope_section": [3, 3, 2]}}})");
   vt::Stream s(vt::Device::cpu(), 1);
-  Weights w = load_model_weights(s, dir, text_only, {.progress = LoadOptions::Progress::kNever});
-  const int64_t vision_tensors = int64_t(param_specs(c).size() - param_specs(c, {.language_model_only = true}).size());
+  Weights w = load_model_weights(s, dir, text_only, testing::reference_params(text_only), {.progress = LoadOptions::Progress::kNever});
+  const int64_t vision_tensors = int64_t(testing::reference_params(c).size() - testing::reference_params(c, true).size());
   EXPECT_EQ(w.summary.skipped.at("vision tower (unused by a CausalLM class)"), vision_tensors);
   EXPECT_TRUE(w.tensors.count("model.layers.7.self_attn.q_proj.weight"));
 }
 
 TEST(WeightLoader, TiedLmHeadInTheFileIsSkipped) {
   TempDir dir;
-  const ModelConfig c = load_model_config(kFixtures + "qwen3-tiny");
+  const ModelConfig c = testing::load_config(kFixtures + "qwen3-tiny");
   ASSERT_TRUE(c.tie_word_embeddings);
-  const auto specs = param_specs(c);
+  const auto specs = testing::reference_params(c);
   auto ts = tensors_for(specs, [](const std::string& n) { return n; });
   ts.push_back({"lm_head.weight", "BF16", {512, 64}, random_bytes(512 * 64 * 2, 3)});
   write_file(dir / "model.safetensors", safetensors_bytes(ts));

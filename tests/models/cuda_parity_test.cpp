@@ -18,11 +18,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
+#include "base/file.h"
 #include "model_harness.h"
 #include "models/registry.h"
 #include "vt/device.h"
@@ -48,13 +47,7 @@ double bf16_ulp(double x) {
   return std::ldexp(1.0, std::ilogb(a) - 7);    // 8 significand bits
 }
 
-json read_json(const std::string& path) {
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << path;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return json::parse(ss.str());
-}
+json read_json(const std::string& path) { return json::parse(read_file(path)); }
 
 std::string source_path(const std::string& rel) { return std::string(VTLLM_SOURCE_DIR) + "/" + rel; }
 

@@ -7,11 +7,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
+#include "base/file.h"
 #include "model_harness.h"
 #include "models/registry.h"
 
@@ -24,13 +23,7 @@ using testing::Sequence;
 
 constexpr double kRelTol = 1e-4;
 
-json read_json(const std::string& path) {
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << path;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return json::parse(ss.str());
-}
+json read_json(const std::string& path) { return json::parse(read_file(path)); }
 
 struct StepCheck {
   double max_rel = 0;  // over every compared logit and logsumexp

@@ -163,6 +163,9 @@ TEST(Protocol, BadCompletionFieldsNameTheField) {
       {R"({"prompt": "a", "suffix": "z"})", "suffix", "unsupported"},
       {R"({"prompt": "a", "min_tokens": 5, "max_tokens": 2})", "min_tokens", "invalid_value"},
       {R"({"prompt": "a", "model": 7})", "model", "invalid_type"},
+      {R"({"prompt": "a", "stream": true, "stream_options": {"include_usage": 1}})",
+       "stream_options.include_usage", "invalid_type"},
+      {R"({"prompt": "a", "max_tokens": 18446744073709551615})", "max_tokens", "invalid_value"},
   };
   for (const BadField& c : cases) {
     SCOPED_TRACE(c.body);
@@ -180,6 +183,12 @@ TEST(Protocol, BadChatFieldsNameTheField) {
       {R"({"messages": [{"role": "wizard", "content": "x"}]})", "messages[0].role",
        "invalid_value"},
       {R"({"messages": [{"role": "user", "content": 3}]})", "messages[0].content", "invalid_type"},
+      {R"({"messages": [{"role": 5, "content": "x"}]})", "messages[0].role", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x", "name": []}]})", "messages[0].name",
+       "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+          {"type": "text", "text": 7}]}]})",
+       "messages[0].content[1].text", "invalid_type"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
        "messages[0].content", "unsupported"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs",

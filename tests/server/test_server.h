@@ -15,7 +15,6 @@
 #include "engine/async_engine.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
-#include "server/text_detokenizer.h"
 #include "test_client.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -47,12 +46,12 @@ inline int32_t next_token(const std::vector<int32_t>& ascii, int32_t last, int64
   return ascii[size_t((int64_t(last) * 7 + position * 3 + 11) % int64_t(ascii.size()))];
 }
 
-class FakeModel : public engine::ModelExecutor {
+class FakeModel : public engine::HostLogitsExecutor {
  public:
   FakeModel(int64_t vocab, std::vector<int32_t> ascii, std::chrono::microseconds step_time)
       : vocab_(vocab), ascii_(std::move(ascii)), step_time_(step_time) {}
   int64_t vocab_size() const override { return vocab_; }
-  std::vector<float> execute(const engine::ForwardBatch& fb) override {
+  std::vector<float> logits(const engine::StepPlan& fb) override {
     if (step_time_.count() > 0) std::this_thread::sleep_for(step_time_);
     std::vector<float> logits(fb.logits_indices.size() * size_t(vocab_), 0.0f);
     for (size_t r = 0; r < fb.logits_indices.size(); ++r) {
@@ -110,8 +109,7 @@ class TestServer {
     ec.eos_token_ids = {4098};
     const int64_t vocab = int64_t(tokenizer_.id_end());
     engine_ = std::make_unique<engine::AsyncEngine>(
-        ec, std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time),
-        std::make_unique<TextDetokenizerFactory>(tokenizer_));
+        ec, std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time), &tokenizer_);
     ServiceConfig sc;
     sc.model_name = "tiny";
     sc.model_root = tiny_model_dir();

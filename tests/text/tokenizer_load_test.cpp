@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "text/tokenizer.h"
 #include "tokenizer_test_util.h"
 
@@ -138,7 +139,7 @@ TEST(TokenizerLoad, HostileFilesAreClearErrors) {
   }
   json j = good;
   j["model"]["vocab"]["h"] = "seven";
-  expect_load_error(j, {"bad.json.model.vocab", "expected an integer"});
+  expect_load_error(j, {"bad.json: model.vocab", "expected an integer"});
   j = good;
   j["model"]["vocab"]["h"] = 99999999999999;
   expect_load_error(j, {"model.vocab", "out of range"});

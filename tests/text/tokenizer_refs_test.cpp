@@ -9,10 +9,10 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "tokenizer_test_util.h"
+#include "base/file.h"
 #include "text/tokenizer.h"
+#include "tokenizer_test_util.h"
 
 namespace vtllm::text::testing {
 
@@ -51,14 +51,6 @@ std::string base64_decode(const std::string& in) {
 const std::string kFixtures = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/tokenizer";
 
 }  // namespace
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const std::string& node_modules() {
   static const std::string dir = [] {

@@ -34,6 +34,4 @@ std::vector<RefCase> reference(const std::string& tokenizer_name);
 std::vector<TokenId> rust_encode(const std::string& tokenizer_json, const std::string& text,
                                  bool add_special_tokens);
 
-std::string read_file(const std::string& path);
-
 }  // namespace vtllm::text::testing

@@ -2,6 +2,8 @@
 // reference and against the unfused ops; the cos/sin table for 1-D and MRoPE positions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -134,7 +136,30 @@ TEST(RopeCosSinTable, MropeSlotsFollowTheInterleavedAxisRule) {
     EXPECT_NEAR(cs.data<float>()[i], std::cos(angle), 1e-6) << "slot " << i;
     EXPECT_NEAR(cs.data<float>()[half + i], std::sin(angle), 1e-6) << "slot " << i;
   }
-  EXPECT_THROW(rope_cos_sin_table(p, rd, 1e7, {11, 11, 11}), vtllm::Error);
+  EXPECT_THROW(rope_cos_sin_table(p, rd, 1e7, {11, 11}), vtllm::Error);
+}
+
+// Sections that do not sum to rotary_dim / 2 (transformers' default [11, 11, 10] with a
+// head_dim of 48 or 32): each interleave is Python's slice(offset, 3 s, 3) clipped to the
+// half frequencies, so every slot is computed as transformers' loop over H and W does.
+TEST(RopeCosSinTable, MropeSectionsNeedNotSumToHalfTheRotaryDim) {
+  Tensor p = positions_of({5, 700, 9000}, {3, 1});
+  for (const auto& [rd, section] : std::vector<std::pair<int64_t, std::vector<int64_t>>>{
+           {12, {11, 11, 10}}, {8, {11, 11, 10}}, {16, {1, 4, 0}}, {16, {0, 0, 0}}}) {
+    const int64_t half = rd / 2;
+    std::vector<int64_t> axis(size_t(half), 0);  // start from T, overwrite as the oracle
+    for (int64_t dim : {1, 2})
+      for (int64_t i = dim; i < std::min(3 * section[size_t(dim)], half); i += 3)
+        axis[size_t(i)] = dim;
+    Tensor cs = rope_cos_sin_table(p, rd, 1e6, section);
+    for (int64_t i = 0; i < half; ++i) {
+      const double pos = double(p.data<int64_t>()[axis[size_t(i)]]);
+      const float inv = 1.0f / std::pow(1e6f, float(2 * i) / float(rd));
+      const double angle = double(float(pos * inv));
+      EXPECT_NEAR(cs.data<float>()[i], std::cos(angle), 1e-6) << "rd " << rd << " slot " << i;
+      EXPECT_NEAR(cs.data<float>()[half + i], std::sin(angle), 1e-6) << "rd " << rd << " slot " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -82,6 +82,22 @@ FIXTURES = [
         seed=3000,
     ),
     dict(
+        name="qwen3_5-tiny-hd48",
+        dest="tests/fixtures/qwen3_5-tiny-hd48",
+        arch="Qwen3_5ForCausalLM",
+        family="qwen3_5",
+        # Optional fields left out as configs in the wild do: head_dim 48 (rotary 12) with
+        # no mrope_section, so transformers' default [11, 11, 10] applies clipped to 6
+        # frequencies; no layer_types (full_attention_interval's default pattern).
+        config=qwen3_5_text(vocab=512, theta=10000.0, hk=2, hv=4, tie=False,
+                            extra=dict(head_dim=48,
+                                       rope_parameters=dict(rope_type="default",
+                                                            partial_rotary_factor=0.25,
+                                                            rope_theta=10000.0))),
+        drop_keys=["layer_types", "mrope_section", "mrope_interleaved"],
+        seed=5000,
+    ),
+    dict(
         name="tiny-qwen3.5",
         dest="models/tiny-qwen3.5",
         arch="Qwen3_5ForCausalLM",

@@ -206,6 +206,12 @@ def patch_config_json(path, spec, weights_dtype):
     for c in [cfg] + [v for k, v in cfg.items() if k in ("text_config", "vision_config")]:
         c["dtype"] = weights_dtype
         c.pop("torch_dtype", None)
+        # Optional fields the spec leaves out of the written file (the parser's defaults
+        # must then be transformers'); rope_parameters is searched too.
+        for key in spec.get("drop_keys", []):
+            c.pop(key, None)
+            if isinstance(c.get("rope_parameters"), dict):
+                c["rope_parameters"].pop(key, None)
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2, sort_keys=True)
         f.write("\n")

@@ -9,7 +9,8 @@
 
 #include "base/error.h"
 #include "engine/model_runner.h"
-#include "io/param_specs.h"
+#include "engine/engine_builder.h"
+#include "models/registry.h"
 
 namespace vtllm::bench {
 
@@ -22,12 +23,10 @@ bool ends_with(const std::string& s, const std::string& tail) {
 ModelCost model_cost(const io::ModelConfig& config, vt::DType weight_dtype, vt::DType kv_dtype) {
   const io::TextConfig& t = config.text;
   ModelCost c;
-  io::ParamSpecOptions o;
-  o.language_model_only = true;
   const double item = double(vt::dtype_size(weight_dtype));
   const bool tied = config.tie_word_embeddings || t.tie_word_embeddings;
   double params = 0, expert_params = 0;
-  for (const io::ParamSpec& s : io::param_specs(config, o)) {
+  for (const io::ParamSpec& s : models::declare_params(config, true)) {
     const double n = double(s.numel());
     if (ends_with(s.name, "embed_tokens.weight") && !tied) {
       c.embed_row_bytes = double(t.hidden_size) * item;
@@ -108,13 +107,13 @@ struct Layout {
   int32_t block(int32_t r, int64_t pos) const {
     return 1 + r * blocks_per_req + int32_t(pos / kBlockSize);
   }
-  void add_table(engine::ForwardBatch& fb, int32_t r) const {
+  void add_table(engine::StepPlan& fb, int32_t r) const {
     for (int32_t i = 0; i < blocks_per_req; ++i) fb.block_table.push_back(1 + r * blocks_per_req + i);
   }
 };
 
-engine::ForwardBatch new_batch(const Layout& lay) {
-  engine::ForwardBatch fb;
+engine::StepPlan new_batch(const Layout& lay) {
+  engine::StepPlan fb;
   fb.block_size = kBlockSize;
   fb.max_blocks_per_seq = lay.blocks_per_req;
   fb.query_start_loc.push_back(0);
@@ -122,7 +121,7 @@ engine::ForwardBatch new_batch(const Layout& lay) {
 }
 
 // Appends request r's tokens `ids` at positions [context, context + ids.size()).
-void add_request(engine::ForwardBatch& fb, const Layout& lay, int32_t r, int64_t context,
+void add_request(engine::StepPlan& fb, const Layout& lay, int32_t r, int64_t context,
                  const std::vector<int32_t>& ids) {
   for (size_t i = 0; i < ids.size(); ++i) {
     const int64_t pos = context + int64_t(i);
@@ -168,7 +167,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
   VT_CHECK(!c.batches.empty(), "bench throughput: no batch sizes");
   VT_CHECK(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
            "bench throughput: --input-len, --output-len and --repeats must be > 0");
-  const io::ModelConfig config = io::load_model_config(c.dir);
+  const io::ModelConfig config = models::load_model_config(c.dir);  // sizes the layout
   const int max_batch = *std::max_element(c.batches.begin(), c.batches.end());
   int64_t max_prefill = 0;
   for (int64_t l : c.prefill_lens) max_prefill = std::max(max_prefill, l);
@@ -183,27 +182,28 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
                      : std::min<int64_t>(int64_t(max_batch) * c.input_len,
                                          chunk / c.input_len * c.input_len);
 
-  engine::KvCacheConfig kv;
-  kv.block_size = kBlockSize;
-  kv.num_blocks = 1 + max_batch * lay.blocks_per_req;  // the CPU's; CUDA sizes from memory
-  kv.enable_prefix_caching = false;
-  kv.num_state_slots = max_batch;
-  models::LoadConfig load;
-  load.device = c.device;
-  load.format = c.load_format;
-  load.dummy_seed = c.seed;
-  engine::MemoryBudget budget;
-  budget.gpu_memory_utilization = c.gpu_memory_utilization;
-  budget.max_num_batched_tokens = std::max({step_tokens, int64_t(max_batch), max_prefill});
-  budget.max_num_seqs = max_batch;
+  // The engine builder serve and generate use: dummy or real weights, the cache sized
+  // from memory on CUDA (on the CPU, blocks for the largest batch), graphs up to 64.
+  engine::EngineArgs args;
+  args.dir = c.dir;
+  args.load_format = c.load_format;
+  args.dummy_seed = c.seed;
+  args.device = c.device;
+  args.gpu_memory_utilization = c.gpu_memory_utilization;
+  args.enforce_eager = c.enforce_eager;
+  args.max_num_seqs = max_batch;
+  args.max_num_batched_tokens = std::max({step_tokens, int64_t(max_batch), max_prefill});
+  args.enable_prefix_caching = false;
+  if (c.device.is_cpu()) args.num_gpu_blocks_override = max_batch * lay.blocks_per_req;
+  args.quiet = true;
 
   ThroughputResult res;
   res.device = c.device.str();
   const auto t0 = std::chrono::steady_clock::now();
-  engine::GraphOptions graphs;
-  graphs.enforce_eager = c.enforce_eager;
-  graphs.max_batch = std::min(max_batch, 64);
-  auto runner = engine::ModelRunner::load_sized(config, c.dir, kv, load, budget, true, graphs);
+  engine::EngineParts parts = engine::build_engine(args);
+  std::unique_ptr<engine::ModelRunner> runner = std::move(parts.runner);
+  VT_CHECK(runner->kv_config().block_size == kBlockSize, "bench throughput: the engine's blocks hold ",
+           runner->kv_config().block_size, " tokens, the layout assumes ", kBlockSize);
   res.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (runner->cache_plan()) res.cache_plan = runner->cache_plan()->describe();
@@ -213,9 +213,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
            max_batch * lay.blocks_per_req);
   const vt::DType dtype = runner->model().dtype();
   res.cost = model_cost(config, dtype, dtype);
-  io::ParamSpecOptions po;
-  po.language_model_only = true;
-  for (const io::ParamSpec& s : io::param_specs(config, po)) res.parameters += s.numel();
+  for (const io::ParamSpec& s : models::declare_params(config, true)) res.parameters += s.numel();
   res.model = str_cat(config.architecture_class, ", ", config.text.num_hidden_layers, " layers (",
                       res.cost.attn_layers, " attention, ", res.cost.gdn_layers, " GDN), hidden ",
                       config.text.hidden_size, ", ", vt::dtype_name(dtype));
@@ -230,7 +228,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
   };
 
   auto prefill_row = [&](int b, int64_t len) {
-    engine::ForwardBatch fb = new_batch(lay);
+    engine::StepPlan fb = new_batch(lay);
     for (int r = 0; r < b; ++r) {
       std::vector<int32_t> p(static_cast<size_t>(len));
       for (int32_t& t : p) t = tok(rng);
@@ -258,7 +256,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
   // Prefill every request once (untimed), in steps of whole prompts.
   std::vector<int32_t> first(static_cast<size_t>(max_batch));
   for (int r0 = 0; r0 < max_batch;) {
-    engine::ForwardBatch fb = new_batch(lay);
+    engine::StepPlan fb = new_batch(lay);
     int r = r0;
     for (; r < max_batch && int64_t(r - r0 + 1) * c.input_len <= std::max(step_tokens, c.input_len); ++r)
       add_request(fb, lay, r, 0, prompt());
@@ -272,7 +270,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
     std::vector<double> ms;
     double bytes = 0, flops = 0, keys = 0;
     for (int64_t step = 0; step < kDecodeWarmup + c.output_len; ++step, ++context) {
-      engine::ForwardBatch fb = new_batch(lay);
+      engine::StepPlan fb = new_batch(lay);
       for (int r = 0; r < b; ++r) add_request(fb, lay, r, context, {next[size_t(r)]});
       const double t = time_ms([&] { next = runner->execute_greedy(fb); });
       if (step < kDecodeWarmup) continue;
@@ -290,7 +288,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
     row.bytes = bytes / double(ms.size());
     row.flops = flops / double(ms.size());
     // The graph this batch replayed: the smallest captured size that holds it.
-    for (const engine::ModelRunner::GraphKernels& g : runner->graph_kernel_counts())
+    for (const engine::DecodeGraphs::GraphKernels& g : runner->graph_kernel_counts())
       if (g.batch >= b && (row.graph_batch == 0 || g.batch < row.graph_batch)) {
         row.graph_batch = g.batch;
         row.graph_kernels = g.kernels;
@@ -299,7 +297,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
     on_row(res.rows.back());
   }
   for (int64_t len : c.prefill_lens) prefill_row(1, len);
-  for (const engine::ModelRunner::GraphKernels& g : runner->graph_kernel_counts())
+  for (const engine::DecodeGraphs::GraphKernels& g : runner->graph_kernel_counts())
     res.graphs.push_back({g.batch, g.kernels});
   return res;
 }

@@ -3,19 +3,11 @@
 #include <array>
 
 #include "base/error.h"
+#include "base/hash.h"
 
 namespace vtllm::bench {
 
 namespace {
-
-// splitmix64: a counter-based generator, identical on every platform and library
-// (std::uniform_int_distribution is not).
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 constexpr std::array<const char*, 48> kWords = {
     "the",   "of",    "and",   "to",    "in",    "is",    "that",  "for",   "it",    "as",
@@ -44,9 +36,9 @@ std::vector<Prompt> make_prompts(const WorkloadConfig& config, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     Prompt& p = prompts[size_t(i)];
     p.nominal_tokens = config.input_len;
-    const uint64_t base = mix(config.seed ^ mix(uint64_t(i)));
+    const uint64_t base = splitmix64(config.seed ^ splitmix64(uint64_t(i)));
     for (int64_t t = 0; t < config.input_len; ++t) {
-      const uint64_t r = mix(base + uint64_t(t));
+      const uint64_t r = splitmix64(base + uint64_t(t));
       if (config.kind == PromptKind::kTokenIds) {
         p.ids.push_back(config.token_lo + int32_t(r % range));
       } else {

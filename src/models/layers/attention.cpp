@@ -12,7 +12,7 @@
 
 namespace vtllm::models {
 
-FullAttention::FullAttention(const AttentionDims& d, WeightStore& w, const std::string& prefix,
+FullAttention::FullAttention(const AttentionDims& d, ParamSink& w, const std::string& prefix,
                              bool fused_preamble)
     : d_(d), fused_(fused_preamble) {
   q_rows_ = d.heads * d.head_dim * (d.output_gate ? 2 : 1);
@@ -32,7 +32,7 @@ void FullAttention::unfused_preamble(vt::Stream& s, const vt::Tensor& qg_slice,
                                      const vt::Tensor& k_slice, const BatchInputs& in,
                                      vt::Tensor& q_out, vt::Tensor& k_out, vt::Tensor& gate) const {
   VT_CHECK(in.positions.dim() == 1,
-           "attention: the unfused preamble (VT_FUSE_ATTN_PREAMBLE=0) applies 1-D rotary only, "
+           "attention: the unfused preamble (VTLLM_FUSE_ATTN_PREAMBLE=0) applies 1-D rotary only, "
            "and this batch has MRoPE positions ",
            in.positions.str(), "; run with the fused preamble");
   const int64_t T = qg_slice.size(0), per_head = d_.head_dim * (d_.output_gate ? 2 : 1);
@@ -50,8 +50,17 @@ void FullAttention::unfused_preamble(vt::Stream& s, const vt::Tensor& qg_slice,
   if (d_.output_gate) vt::sigmoid(s, heads.slice(2, d_.head_dim, 2 * d_.head_dim), gate);
 }
 
+LayerCacheSpec FullAttention::cache_spec() const {
+  LayerCacheSpec c;
+  c.kind = LayerCacheSpec::Kind::kAttention;
+  c.kv_heads = d_.kv_heads;
+  c.head_dim = d_.head_dim;
+  return c;
+}
+
 void FullAttention::forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in,
-                            AttentionCache& cache, vt::Tensor& out) const {
+                            CacheView& cache_view, int64_t layer, vt::Tensor& out) const {
+  AttentionCache cache = cache_view.attention(layer);
   const int64_t T = x.size(0), D = d_.head_dim;
   // Every activation in x's dtype: in bf16 each projection, the normed and rotated q/k,
   // the sigmoid gate and the gated output round to bf16, as the oracle (qwen3_5.md §6).

@@ -16,7 +16,8 @@
 
 #include "models/cache.h"
 #include "models/layers/batch_inputs.h"
-#include "models/layers/weights.h"
+#include "models/layers/blocks.h"
+#include "models/params.h"
 #include "vt/ops/norm.h"
 
 namespace vtllm::models {
@@ -29,15 +30,16 @@ struct AttentionDims {
   RopeSpec rope;
 };
 
-class FullAttention {
+class FullAttention final : public Mixer {
  public:
-  FullAttention(const AttentionDims& dims, WeightStore& weights, const std::string& prefix,
+  FullAttention(const AttentionDims& dims, ParamSink& weights, const std::string& prefix,
                 bool fused_preamble);
 
   // x [T, hidden] on the weights' device; every activation is computed in x's dtype.
-  // out [T, hidden] in that dtype (must not overlap x).
-  void forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in, AttentionCache& cache,
-               vt::Tensor& out) const;
+  // out [T, hidden] in that dtype (must not overlap x). cache.attention(layer) holds its K/V.
+  void forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in, CacheView& cache,
+               int64_t layer, vt::Tensor& out) const override;
+  LayerCacheSpec cache_spec() const override;
 
  private:
   void unfused_preamble(vt::Stream& s, const vt::Tensor& qg_slice, const vt::Tensor& k_slice,

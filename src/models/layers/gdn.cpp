@@ -21,7 +21,7 @@ void zero_slot(vt::Stream& s, vt::Tensor& t, int64_t slot) {
 }  // namespace
 
 GatedDeltaNet::GatedDeltaNet(const io::LinearAttentionConfig& d, int64_t hidden, float eps,
-                             WeightStore& w, const std::string& prefix)
+                             ParamSink& w, const std::string& prefix)
     : d_(d), hidden_(hidden), eps_(eps) {
   const int64_t hv = d.num_value_heads, K = d.conv_kernel_dim;
   // One linear per step instead of four (conv, gates and the gated norm read its column
@@ -31,7 +31,8 @@ GatedDeltaNet::GatedDeltaNet(const io::LinearAttentionConfig& d, int64_t hidden,
                              {prefix + "in_proj_b.weight", hv},
                              {prefix + "in_proj_a.weight", hv}},
                             hidden);
-  conv_w_ = w.take(prefix + "conv1d.weight", {d.conv_dim(), 1, K}).view({d.conv_dim(), K});
+  conv_w_ = w.take(prefix + "conv1d.weight", {d.conv_dim(), 1, K});
+  if (!w.declaring()) conv_w_ = conv_w_.view({d.conv_dim(), K});
   a_log_ = w.take(prefix + "A_log", {hv});
   dt_bias_ = w.take(prefix + "dt_bias", {hv});
   norm_ = w.take(prefix + "norm.weight", {d.value_head_dim});
@@ -50,7 +51,8 @@ LayerCacheSpec GatedDeltaNet::cache_spec() const {
 }
 
 void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in,
-                            GdnState& state, vt::Tensor& out) const {
+                            CacheView& cache, int64_t layer, vt::Tensor& out) const {
+  GdnState state = cache.gdn(layer);
   VT_CHECK(in.state_slots.defined(), "GatedDeltaNet: the batch has no state_slots");
   VT_CHECK(x.dim() == 2 && x.size(1) == hidden_, "GatedDeltaNet: x ", x.str(), " is not [T, ",
            hidden_, "]");

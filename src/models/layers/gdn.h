@@ -22,22 +22,22 @@
 #include "io/config.h"
 #include "models/cache.h"
 #include "models/layers/batch_inputs.h"
-#include "models/layers/weights.h"
+#include "models/layers/blocks.h"
+#include "models/params.h"
 
 namespace vtllm::models {
 
-class GatedDeltaNet {
+class GatedDeltaNet final : public Mixer {
  public:
   GatedDeltaNet(const io::LinearAttentionConfig& dims, int64_t hidden, float eps,
-                WeightStore& weights, const std::string& prefix);
+                ParamSink& weights, const std::string& prefix);
 
   // x [T, hidden] on the weights' device; activations in x's dtype (see forward()).
-  // out [T, hidden] in that dtype (must not overlap x). State slots of requests that
-  // start a sequence are zeroed first (in.new_state_slots).
-  void forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in, GdnState& state,
-               vt::Tensor& out) const;
-
-  LayerCacheSpec cache_spec() const;
+  // out [T, hidden] in that dtype (must not overlap x). cache.gdn(layer) holds its state;
+  // slots of requests that start a sequence are zeroed first (in.new_state_slots).
+  void forward(vt::Stream& s, const vt::Tensor& x, const BatchInputs& in, CacheView& cache,
+               int64_t layer, vt::Tensor& out) const override;
+  LayerCacheSpec cache_spec() const override;
 
  private:
   // Rows of the stacked input projection: conv_dim + Hv*Dv + 2 Hv.

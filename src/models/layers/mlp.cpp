@@ -6,7 +6,7 @@
 
 namespace vtllm::models {
 
-SwiGluMlp::SwiGluMlp(int64_t hidden, int64_t intermediate, WeightStore& w,
+SwiGluMlp::SwiGluMlp(int64_t hidden, int64_t intermediate, ParamSink& w,
                      const std::string& prefix)
     : intermediate_(intermediate) {
   gate_up_ = w.take_stacked(

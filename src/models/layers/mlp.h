@@ -6,15 +6,16 @@
 
 #include <string>
 
-#include "models/layers/weights.h"
+#include "models/layers/blocks.h"
+#include "models/params.h"
 
 namespace vtllm::models {
 
-class SwiGluMlp {
+class SwiGluMlp final : public FeedForward {
  public:
-  SwiGluMlp(int64_t hidden, int64_t intermediate, WeightStore& weights, const std::string& prefix);
+  SwiGluMlp(int64_t hidden, int64_t intermediate, ParamSink& weights, const std::string& prefix);
   // out [T, hidden] in x's dtype, as every activation (must not overlap x).
-  void forward(vt::Stream& s, const vt::Tensor& x, vt::Tensor& out) const;
+  void forward(vt::Stream& s, const vt::Tensor& x, vt::Tensor& out) const override;
 
  private:
   int64_t intermediate_;

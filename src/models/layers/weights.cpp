@@ -1,28 +1,15 @@
 #include "models/layers/weights.h"
 
 #include "base/error.h"
-#include "io/param_specs.h"
 #include "vt/ops/copy.h"
 
 namespace vtllm::models {
 
-namespace {
-io::LoadOptions language_model(io::LoadOptions o) {
-  o.language_model_only = true;  // vision towers are not built yet
-  return o;
-}
-}  // namespace
-
-WeightStore::WeightStore(const io::ModelConfig& config, const std::string& dir, vt::Stream& s,
-                         const io::LoadOptions& options)
-    : dir_(options.format == io::LoadFormat::kDummy ? dir + " (dummy weights)" : dir),
-      weights_(io::load_model_weights(s, dir, config, language_model(options))),
-      prefix_(io::language_model_prefix(config)),
-      stream_(s),
-      device_(options.device) {}
+WeightStore::WeightStore(io::Weights weights, std::string label, vt::Stream& s)
+    : label_(std::move(label)), weights_(std::move(weights)), stream_(s) {}
 
 vt::Tensor WeightStore::take(const std::string& name, const vt::Shape& shape) {
-  const std::string where = dir_ + ": parameter '" + name + "'";
+  const std::string where = label_ + ": parameter '" + name + "'";
   VT_CHECK(taken_.count(name) == 0, where, " is taken by two layers");
   auto it = weights_.tensors.find(name);
   VT_CHECK(it != weights_.tensors.end(), where, " is not a parameter of this model class");
@@ -35,17 +22,17 @@ vt::Tensor WeightStore::take(const std::string& name, const vt::Shape& shape) {
 }
 
 vt::Tensor WeightStore::take_stacked(const std::vector<Part>& parts, int64_t cols) {
-  VT_CHECK(!parts.empty(), dir_, ": take_stacked needs at least one parameter");
+  VT_CHECK(!parts.empty(), label_, ": take_stacked needs at least one parameter");
   std::vector<vt::Tensor> taken;
   int64_t rows = 0;
   for (const Part& p : parts) {
     taken.push_back(take(p.name, {p.rows, cols}));
-    VT_CHECK(taken.back().dtype() == taken.front().dtype(), dir_, ": parameter '", p.name, "' is ",
+    VT_CHECK(taken.back().dtype() == taken.front().dtype(), label_, ": parameter '", p.name, "' is ",
              taken.back().str(), " but '", parts.front().name, "' is ", taken.front().str(),
              ": projections stacked into one weight need one dtype");
     rows += p.rows;
   }
-  vt::Tensor out = vt::Tensor::empty({rows, cols}, taken.front().dtype(), device_);
+  vt::Tensor out = vt::Tensor::empty({rows, cols}, taken.front().dtype(), stream_.device());
   int64_t row = 0;
   for (const vt::Tensor& t : taken) {
     vt::Tensor dst = out.slice(0, row, row + t.size(0));
@@ -58,7 +45,7 @@ vt::Tensor WeightStore::take_stacked(const std::vector<Part>& parts, int64_t col
 
 void WeightStore::check_all_used() const {
   if (!weights_.tensors.empty())
-    VT_THROW(dir_, ": parameter '", weights_.tensors.begin()->first,
+    VT_THROW(label_, ": parameter '", weights_.tensors.begin()->first,
              "' is expected by the config but no layer of the model uses it");
 }
 

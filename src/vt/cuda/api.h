@@ -15,6 +15,13 @@ namespace vt::cuda {
 // Devices visible to this process; 0 without a GPU or driver. Never throws.
 int device_count() noexcept;
 
+// cudaMemGetInfo of `device`: free and total bytes of the whole device (other
+// processes' memory and the allocator's cached blocks count as used).
+struct MemInfo {
+  size_t free = 0, total = 0;
+};
+MemInfo mem_get_info(int device);
+
 // Device memory of at least `bytes` on `device` from the caching allocator
 // (vt/cuda/allocator.cu): a block released by an earlier tensor of the same size
 // class when one is cached, else cudaMalloc (never managed memory). When the last

@@ -32,6 +32,13 @@ int device_count() noexcept {
   return n;
 }
 
+MemInfo mem_get_info(int device) {
+  MemInfo m;
+  VT_CUDA_CHECK(cudaSetDevice(device));
+  VT_CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
+  return m;
+}
+
 void set_device(const StreamState& s) { VT_CUDA_CHECK(cudaSetDevice(s.device)); }
 
 void throw_last_error(const char* what) {

@@ -3,7 +3,6 @@
 #include "vt/ops/attn_preamble.h"
 
 #include <cmath>
-#include <numeric>
 
 #include "vt/cpu/attention.h"
 #include "vt/cpu/attn_preamble.h"
@@ -57,10 +56,11 @@ Tensor rope_cos_sin_table(const Tensor& positions, int64_t rotary_dim, double th
   VT_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0, op, ": rotary_dim ", rotary_dim, " must be even");
   VT_CHECK(theta > 1.0, op, ": theta ", theta, " must be > 1");
   const int64_t half = rotary_dim / 2, n = positions.size(1);
-  VT_CHECK(mrope_section.size() == 3 &&
-               std::accumulate(mrope_section.begin(), mrope_section.end(), int64_t{0}) == half,
-           op, ": mrope_section of ", mrope_section.size(), " entries must have 3 that sum to ",
-           half, " (rotary_dim / 2)");
+  // As transformers: three sections, each interleave clipped to the half frequencies
+  // (the sections need not sum to half).
+  VT_CHECK(mrope_section.size() == 3 && mrope_section[1] >= 0 && mrope_section[2] >= 0, op,
+           ": mrope_section of ", mrope_section.size(),
+           " entries: expected 3 (temporal, height, width), none negative");
   // rope_cos_sin_1d's frequencies and angle formula, so equal rows match it
   const std::vector<float> inv_freq = rope_inv_freq(rotary_dim, theta);
   Tensor out = Tensor::empty({n, rotary_dim}, DType::kF32);

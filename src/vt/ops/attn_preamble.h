@@ -8,7 +8,8 @@
 //     positions [3, T]:  MRoPE (temporal, height, width rows), interleaved as Qwen3-VL /
 //                        Qwen3.5 (qwen3_5.md §7.3) with mrope_section {s_t, s_h, s_w}: slot i
 //                        takes the height row if i % 3 == 1 and i < 3 s_h, the width row if
-//                        i % 3 == 2 and i < 3 s_w, else the temporal row. sum(section) == R/2.
+//                        i % 3 == 2 and i < 3 s_w, else the temporal row. The sections
+//                        need not sum to R/2 (transformers clips each interleave).
 //   positions are i32/i64 on the CPU. A [3, T] table whose three rows are equal is
 //   bit-identical to the 1-D table of the same positions.
 //

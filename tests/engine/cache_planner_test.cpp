@@ -1,9 +1,9 @@
-// The KV-cache sizing arithmetic (engine/cache_sizing.h), against sums written out
+// The KV-cache sizing arithmetic (engine/cache_planner.h), against sums written out
 // by hand for a hybrid layout.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "engine/cache_sizing.h"
+#include "engine/cache_planner.h"
 
 namespace vtllm::engine {
 namespace {

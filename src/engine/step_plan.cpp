@@ -1,4 +1,4 @@
-#include "engine/forward_batch.h"
+#include "engine/step_plan.h"
 
 #include <algorithm>
 
@@ -7,9 +7,9 @@
 
 namespace vtllm::engine {
 
-ForwardBatch build_forward_batch(const SchedulerOutput& output, int block_size) {
+StepPlan build_step_plan(const SchedulerOutput& output, int block_size) {
   VT_CHECK(block_size > 0, "forward batch: block_size = ", block_size);
-  ForwardBatch fb;
+  StepPlan fb;
   fb.block_size = block_size;
   const size_t b_count = output.requests.size();
   size_t max_blocks = 0;

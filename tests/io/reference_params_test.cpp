@@ -1,6 +1,7 @@
-#include "io/param_specs.h"
-
 #include <gtest/gtest.h>
+
+#include "config_classes.h"
+#include "reference_params.h"
 
 #include <set>
 
@@ -9,8 +10,12 @@ namespace {
 
 const std::string kBench = std::string(VTLLM_SOURCE_DIR) + "/bench/models/";
 
-// Closed-form parameter counts written from reference qwen3_5.md §3, per layer kind,
-// independently of param_specs()' enumeration.
+// The test reference enumeration (reference_params.h) against closed-form counts and
+// transformers' own counts; tests/models/params_test.cpp holds the models' declarations
+// equal to it.
+
+// Closed-form parameter counts written from qwen3_5.md §3, per layer kind,
+// independently of the reference enumeration.
 int64_t qwen3_5_text_count(const TextConfig& t, bool tied) {
   const int64_t H = t.hidden_size, V = t.vocab_size, D = t.head_dim;
   const auto& la = *t.linear_attention;
@@ -38,34 +43,34 @@ int64_t qwen3_5_vision_count(const VisionConfig& v) {
 
 int64_t total(const std::vector<ParamSpec>& specs) { return param_totals(specs).parameters; }
 
-TEST(ParamSpecs, BenchConfigsMatchTheClosedFormCount) {
+TEST(ReferenceParams, BenchConfigsMatchTheClosedFormCount) {
   for (const char* name : {"qwen3_5-default-text", "qwen3_6-27b", "qwen3_6-35b-a3b"}) {
-    ModelConfig c = load_model_config(kBench + name);
+    ModelConfig c = testing::load_config(kBench + name);
     int64_t want = qwen3_5_text_count(c.text, c.tie_word_embeddings);
     if (c.multimodal) want += qwen3_5_vision_count(*c.vision);
-    EXPECT_EQ(total(param_specs(c)), want) << name;
+    EXPECT_EQ(total(testing::reference_params(c)), want) << name;
   }
 }
 
-TEST(ParamSpecs, BenchConfigCountsEqualTransformers) {
+TEST(ReferenceParams, BenchConfigCountsEqualTransformers) {
   // transformers 5.17.0 / torch 2.11 on the H200, 2026-11-30, each model built on the
   // meta device from the same config: `python3 tools/oracle/param_count.py bench/models`.
-  EXPECT_EQ(total(param_specs(load_model_config(kBench + "qwen3_5-default-text"))), 8953803264);
-  EXPECT_EQ(total(param_specs(load_model_config(kBench + "qwen3_6-27b"))), 27356728560);
-  EXPECT_EQ(total(param_specs(load_model_config(kBench + "qwen3_6-35b-a3b"))), 35107181936);
+  EXPECT_EQ(total(testing::reference_params(testing::load_config(kBench + "qwen3_5-default-text"))), 8953803264);
+  EXPECT_EQ(total(testing::reference_params(testing::load_config(kBench + "qwen3_6-27b"))), 27356728560);
+  EXPECT_EQ(total(testing::reference_params(testing::load_config(kBench + "qwen3_6-35b-a3b"))), 35107181936);
 }
 
-TEST(ParamSpecs, LanguageModelOnlyDropsExactlyTheVisionTower) {
-  ModelConfig c = load_model_config(kBench + "qwen3_6-27b");
-  auto all = param_specs(c);
-  auto lm = param_specs(c, {.language_model_only = true});
+TEST(ReferenceParams, LanguageModelOnlyDropsExactlyTheVisionTower) {
+  ModelConfig c = testing::load_config(kBench + "qwen3_6-27b");
+  auto all = testing::reference_params(c);
+  auto lm = testing::reference_params(c, true);
   EXPECT_EQ(total(all) - total(lm), qwen3_5_vision_count(*c.vision));
   for (const ParamSpec& p : lm) EXPECT_NE(p.name.rfind("model.visual.", 0), 0u) << p.name;
 }
 
-TEST(ParamSpecs, NamesFollowTheClassPrefixAndAreUnique) {
-  ModelConfig mm = load_model_config(kBench + "qwen3_6-35b-a3b");
-  auto specs = param_specs(mm);
+TEST(ReferenceParams, NamesFollowTheClassPrefixAndAreUnique) {
+  ModelConfig mm = testing::load_config(kBench + "qwen3_6-35b-a3b");
+  auto specs = testing::reference_params(mm);
   std::set<std::string> names;
   for (const ParamSpec& p : specs) EXPECT_TRUE(names.insert(p.name).second) << p.name;
   EXPECT_TRUE(names.count("model.language_model.layers.0.linear_attn.in_proj_qkv.weight"));
@@ -83,31 +88,15 @@ TEST(ParamSpecs, NamesFollowTheClassPrefixAndAreUnique) {
   EXPECT_EQ(shapes["model.language_model.layers.0.linear_attn.conv1d.weight"], (std::vector<int64_t>{8192, 1, 4}));
   EXPECT_EQ(shapes["model.language_model.layers.3.self_attn.q_proj.weight"], (std::vector<int64_t>{8192, 2048}));
   EXPECT_EQ(shapes["model.language_model.layers.0.mlp.shared_expert_gate.weight"], (std::vector<int64_t>{1, 2048}));
-  ModelConfig text = load_model_config(kBench + "qwen3_5-default-text");
-  EXPECT_EQ(param_specs(text).front().name, "model.embed_tokens.weight");
+  ModelConfig text = testing::load_config(kBench + "qwen3_5-default-text");
+  EXPECT_EQ(testing::reference_params(text).front().name, "model.embed_tokens.weight");
 }
 
-TEST(ParamSpecs, TiedEmbeddingsCountOnce) {
-  const std::string cfg = R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 1000,
-      "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
-      "num_key_value_heads": 2, "head_dim": 16, "tie_word_embeddings": TIE})";
-  auto with = [&](const char* tie) {
-    std::string s = cfg;
-    s.replace(s.find("TIE"), 3, tie);
-    return parse_model_config(s, "config.json");
-  };
-  // Qwen3 by hand: per layer q 64x64, k/v 64x32 each, o 64x64, q/k norm 16 each, MLP 3x64x96, 2 norms.
-  const int64_t layer = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 2 * 16 + 3 * 64 * 96 + 2 * 64;
-  const int64_t untied = 1000 * 64 + 2 * layer + 64 + 1000 * 64;
-  EXPECT_EQ(total(param_specs(with("false"))), untied);
-  EXPECT_EQ(total(param_specs(with("true"))), untied - 1000 * 64);
-}
-
-TEST(ParamSpecs, LlamaBiasesFollowTheFlags) {
+TEST(ReferenceParams, LlamaBiasesFollowTheFlags) {
   auto count = [](const char* flags) {
     std::string s = std::string(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 10,
         "hidden_size": 8, "intermediate_size": 12, "num_hidden_layers": 1, "num_attention_heads": 2)") + flags + "}";
-    return total(param_specs(parse_model_config(s, "config.json")));
+    return total(testing::reference_params(testing::parse_config(s)));
   };
   const int64_t base = count("");
   EXPECT_EQ(base, 10 * 8 + (4 * 8 * 8 + 3 * 8 * 12 + 2 * 8) + 8 + 10 * 8);  // no q/k norm in Llama
@@ -115,9 +104,9 @@ TEST(ParamSpecs, LlamaBiasesFollowTheFlags) {
   EXPECT_EQ(count(R"(, "mlp_bias": true)") - base, 12 + 12 + 8);
 }
 
-TEST(ParamSpecs, BytesPerDtype) {
-  ModelConfig c = load_model_config(kBench + "qwen3_6-27b");
-  ParamTotals t = param_totals(param_specs(c));
+TEST(ReferenceParams, BytesPerDtype) {
+  ModelConfig c = testing::load_config(kBench + "qwen3_6-27b");
+  ParamTotals t = param_totals(testing::reference_params(c));
   ASSERT_EQ(t.bytes.size(), 1u);
   EXPECT_EQ(t.bytes.at(vt::DType::kBF16), uint64_t(t.parameters) * 2);
 }

@@ -1,29 +1,41 @@
-#include "io/param_specs.h"
+// An independent enumeration of the transformers classes' parameters, written from
+// docs/qwen3_5.md §3 as test reference data: the io loader tests load checkpoints
+// made from it (including MoE classes the models registry does not build yet), and
+// the models tests hold the layers' own declarations (models::declare_params) equal
+// to it, name for name and shape for shape.
+#pragma once
+
+#include <string>
+#include <vector>
 
 #include "base/error.h"
+#include "io/config.h"
+#include "io/weight_loader.h"
+#include "io/weight_names.h"
 
-namespace vtllm::io {
+namespace vtllm::io::testing {
 
-namespace {
+namespace reference_detail {
+
 
 using Shape = std::vector<int64_t>;
 
 class SpecList {
  public:
   SpecList(std::vector<ParamSpec>& out, vt::DType dtype) : out_(out), dtype_(dtype) {}
-  void add(const std::string& name, Shape shape) {
+  inline void add(const std::string& name, Shape shape) {
     int64_t n = 1;
     for (int64_t d : shape)
       if (d < 0 || __builtin_mul_overflow(n, d, &n)) VT_THROW("parameter '", name, "' has too many elements");
     out_.push_back({name, std::move(shape), dtype_});
   }
   // A Linear's weight [out, in] and, with `bias`, its bias [out].
-  void linear(const std::string& name, int64_t in, int64_t out, bool bias) {
+  inline void linear(const std::string& name, int64_t in, int64_t out, bool bias) {
     add(name + ".weight", {out, in});
     if (bias) add(name + ".bias", {out});
   }
-  void norm(const std::string& name, int64_t n) { add(name + ".weight", {n}); }
-  void layer_norm(const std::string& name, int64_t n) {  // LayerNorm: weight and bias
+  inline void norm(const std::string& name, int64_t n) { add(name + ".weight", {n}); }
+  inline void layer_norm(const std::string& name, int64_t n) {  // LayerNorm: weight and bias
     add(name + ".weight", {n});
     add(name + ".bias", {n});
   }
@@ -33,14 +45,14 @@ class SpecList {
   vt::DType dtype_;
 };
 
-void dense_mlp(SpecList& s, const std::string& p, int64_t hidden, int64_t inter, bool bias) {
+inline void dense_mlp(SpecList& s, const std::string& p, int64_t hidden, int64_t inter, bool bias) {
   s.linear(p + "gate_proj", hidden, inter, bias);
   s.linear(p + "up_proj", hidden, inter, bias);
   s.linear(p + "down_proj", inter, hidden, bias);
 }
 
 // Llama / Qwen3 / Qwen3.5 full attention. Qwen3.5's q_proj emits query and gate per head.
-void attention(SpecList& s, const std::string& p, const TextConfig& t, bool qk_norm) {
+inline void attention(SpecList& s, const std::string& p, const TextConfig& t, bool qk_norm) {
   const int64_t q_out = t.num_attention_heads * t.head_dim * (t.attn_output_gate ? 2 : 1);
   const int64_t kv_out = t.num_key_value_heads * t.head_dim;
   s.linear(p + "q_proj", t.hidden_size, q_out, t.attention_bias);
@@ -54,7 +66,7 @@ void attention(SpecList& s, const std::string& p, const TextConfig& t, bool qk_n
 }
 
 // Qwen3.5 Gated DeltaNet (reference §3.1).
-void gated_delta_net(SpecList& s, const std::string& p, const TextConfig& t) {
+inline void gated_delta_net(SpecList& s, const std::string& p, const TextConfig& t) {
   const LinearAttentionConfig& la = *t.linear_attention;
   s.linear(p + "in_proj_qkv", t.hidden_size, la.conv_dim(), false);
   s.linear(p + "in_proj_z", t.hidden_size, la.value_dim(), false);
@@ -67,7 +79,7 @@ void gated_delta_net(SpecList& s, const std::string& p, const TextConfig& t) {
   s.linear(p + "out_proj", la.value_dim(), t.hidden_size, false);
 }
 
-void sparse_moe(SpecList& s, const std::string& p, const TextConfig& t) {
+inline void sparse_moe(SpecList& s, const std::string& p, const TextConfig& t) {
   const MoeConfig& m = *t.moe;
   const int64_t h = t.hidden_size, i = m.moe_intermediate_size;
   s.add(p + "gate.weight", {m.num_experts, h});
@@ -77,7 +89,7 @@ void sparse_moe(SpecList& s, const std::string& p, const TextConfig& t) {
   s.linear(p + "shared_expert_gate", h, 1, false);
 }
 
-void text_model(SpecList& s, const std::string& p, const ModelConfig& c) {
+inline void text_model(SpecList& s, const std::string& p, const ModelConfig& c) {
   const TextConfig& t = c.text;
   const bool qk_norm = c.arch != Architecture::kLlama;
   s.add(p + "embed_tokens.weight", {t.vocab_size, t.hidden_size});
@@ -100,7 +112,7 @@ void text_model(SpecList& s, const std::string& p, const ModelConfig& c) {
 }
 
 // Qwen3.5 vision tower (reference §3.2).
-void vision_model(SpecList& s, const std::string& p, const VisionConfig& v) {
+inline void vision_model(SpecList& s, const std::string& p, const VisionConfig& v) {
   const int64_t h = v.hidden_size, merged = h * v.spatial_merge_size * v.spatial_merge_size;
   s.add(p + "patch_embed.proj.weight", {h, v.in_channels, v.temporal_patch_size, v.patch_size, v.patch_size});
   s.add(p + "patch_embed.proj.bias", {h});
@@ -119,39 +131,20 @@ void vision_model(SpecList& s, const std::string& p, const VisionConfig& v) {
   s.linear(p + "merger.linear_fc2", merged, v.out_hidden_size, true);
 }
 
-}  // namespace
 
-int64_t ParamSpec::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+}  // namespace reference_detail
 
-std::string language_model_prefix(const ModelConfig& config) {
-  return config.multimodal ? "model.language_model." : "model.";
-}
-
-std::vector<ParamSpec> param_specs(const ModelConfig& config, const ParamSpecOptions& options) {
-  VT_CHECK(int64_t(config.text.layer_types.size()) == config.text.num_hidden_layers,
-           "config has ", config.text.layer_types.size(), " layer types for ", config.text.num_hidden_layers,
-           " layers");
+// Every parameter of config's class (vision tower unless language_model_only; lm_head
+// unless tied), in the order of the old enumeration.
+inline std::vector<ParamSpec> reference_params(const ModelConfig& config,
+                                               bool language_model_only = false) {
+  using namespace reference_detail;
   std::vector<ParamSpec> out;
   SpecList s(out, config.dtype);
-  if (config.multimodal && !options.language_model_only) vision_model(s, kVisionPrefix, *config.vision);
+  if (config.multimodal && !language_model_only) vision_model(s, kVisionPrefix, *config.vision);
   text_model(s, language_model_prefix(config), config);
   if (!config.tie_word_embeddings) s.add("lm_head.weight", {config.text.vocab_size, config.text.hidden_size});
   return out;
 }
 
-ParamTotals param_totals(const std::vector<ParamSpec>& specs) {
-  ParamTotals t;
-  for (const ParamSpec& p : specs) {
-    t.tensors += 1;
-    if (__builtin_add_overflow(t.parameters, p.numel(), &t.parameters))
-      VT_THROW("the model has more than 2^63 parameters");
-    t.bytes[p.dtype] += uint64_t(p.numel()) * vt::dtype_size(p.dtype);
-  }
-  return t;
-}
-
-}  // namespace vtllm::io
+}  // namespace vtllm::io::testing

@@ -1,4 +1,4 @@
-#include "engine/forward_batch.h"
+#include "engine/step_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@ std::unique_ptr<Request> req(const std::string& id, int n, int32_t start) {
   return std::make_unique<Request>(id, t, p);
 }
 
-TEST(ForwardBatch, FlattensChunksWithSlotsPositionsAndBlockTable) {
+TEST(StepPlan, FlattensChunksWithSlotsPositionsAndBlockTable) {
   SchedulerConfig sc;
   sc.max_num_batched_tokens = 12;
   sc.max_model_len = 40;
@@ -26,7 +26,7 @@ TEST(ForwardBatch, FlattensChunksWithSlotsPositionsAndBlockTable) {
   s.add_request(req("a", 5, 100));
   s.add_request(req("b", 10, 200));
   const SchedulerOutput out = s.schedule();  // a: 5 tokens, b: 7 of 10
-  const ForwardBatch fb = build_forward_batch(out, 4);
+  const StepPlan fb = build_step_plan(out, 4);
   ASSERT_EQ(fb.num_requests(), 2);
   ASSERT_EQ(fb.num_tokens(), 12);
   EXPECT_EQ(fb.query_start_loc, (std::vector<int32_t>{0, 5, 12}));
@@ -52,7 +52,7 @@ TEST(ForwardBatch, FlattensChunksWithSlotsPositionsAndBlockTable) {
   st.tokens = {{9}, {}};
   s.update_from_output(out, st);
   const SchedulerOutput out2 = s.schedule();  // a decodes 1, b finishes 3
-  const ForwardBatch fb2 = build_forward_batch(out2, 4);
+  const StepPlan fb2 = build_step_plan(out2, 4);
   EXPECT_EQ(fb2.query_start_loc, (std::vector<int32_t>{0, 1, 4}));
   EXPECT_EQ(fb2.context_lens, (std::vector<int32_t>{5, 7}));
   EXPECT_EQ(fb2.seq_lens, (std::vector<int32_t>{6, 10}));
@@ -63,7 +63,7 @@ TEST(ForwardBatch, FlattensChunksWithSlotsPositionsAndBlockTable) {
   EXPECT_EQ(fb2.logits_indices, (std::vector<int32_t>{0, 3}));
 }
 
-TEST(ForwardBatch, HybridBatchesCarryStateSlots) {
+TEST(StepPlan, HybridBatchesCarryStateSlots) {
   SchedulerConfig sc;
   sc.max_model_len = 40;
   KvCacheConfig kc;
@@ -73,7 +73,7 @@ TEST(ForwardBatch, HybridBatchesCarryStateSlots) {
   Scheduler s(sc, kc);
   s.add_request(req("a", 5, 100));
   s.add_request(req("b", 6, 200));
-  const ForwardBatch fb = build_forward_batch(s.schedule(), 4);
+  const StepPlan fb = build_step_plan(s.schedule(), 4);
   ASSERT_EQ(fb.state_slots.size(), 2u);
   EXPECT_NE(fb.state_slots[0], fb.state_slots[1]);
 }

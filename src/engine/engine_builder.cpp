@@ -1,0 +1,126 @@
+#include "engine/engine_builder.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/error.h"
+#include "models/registry.h"
+#include "vt/device.h"
+
+namespace vtllm::engine {
+
+namespace {
+constexpr int kBlockSize = 16;
+}  // namespace
+
+void EngineArgs::validate() const {
+  VT_CHECK(!dir.empty(), "no model directory given");
+  VT_CHECK(max_model_len >= 0, "--max-model-len ", max_model_len, ": expected > 0");
+  VT_CHECK(max_num_seqs > 0 && max_num_seqs <= 65536, "--max-num-seqs ", max_num_seqs,
+           ": expected [1, 65536]");
+  VT_CHECK(max_num_batched_tokens > 0, "--max-num-batched-tokens ", max_num_batched_tokens,
+           ": expected > 0");
+  if (num_gpu_blocks_override)
+    VT_CHECK(*num_gpu_blocks_override > 0 && *num_gpu_blocks_override < (int64_t(1) << 31) - 1,
+             "--num-gpu-blocks-override ", *num_gpu_blocks_override, ": expected [1, 2^31 - 2]");
+  VT_CHECK(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1,
+           "--gpu-memory-utilization ", gpu_memory_utilization, ": expected (0, 1]");
+  if (device.is_cuda()) {
+    if (!VTLLM_WITH_CUDA) VT_THROW("--device cuda: this vtllm was built without CUDA");
+    if (vt::cuda_device_count() <= device.index)
+      VT_THROW("--device ", device.str(), ": no such GPU is visible");
+  }
+}
+
+GraphOptions graph_options(const EngineArgs& a, int64_t max_model_len) {
+  GraphOptions g;
+  g.enforce_eager = a.enforce_eager;
+  // 64: the batches where launch overhead is a large share of a decode step; each size
+  // keeps its logits (N x vocab bf16) held, counted in the cache plan.
+  g.max_batch = int32_t(std::min<int64_t>(a.max_num_seqs, 64));
+  g.max_context = std::min<int64_t>(max_model_len, g.max_context);
+  return g;
+}
+
+EngineParts build_engine(const EngineArgs& a) {
+  a.validate();
+  EngineParts s;
+  s.model_config = models::load_model_config(a.dir);
+  s.multimodal = s.model_config.multimodal;
+  const io::GenerationConfig gen_config = io::load_generation_config(a.dir);
+  const int64_t max_model_len =
+      a.max_model_len > 0 ? a.max_model_len : s.model_config.text.max_position_embeddings;
+  VT_CHECK(max_model_len > 0, a.dir,
+           ": config.json gives no max_position_embeddings; pass --max-model-len");
+
+  EngineConfig& ec = s.engine;
+  ec.scheduler.max_model_len = max_model_len;
+  ec.scheduler.max_num_seqs = int(a.max_num_seqs);
+  ec.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
+  ec.kv_cache.block_size = kBlockSize;
+  const int64_t blocks_per_seq = (max_model_len + kBlockSize - 1) / kBlockSize;
+  // +1: block 0 is the pool's null block.
+  ec.kv_cache.num_blocks = int32_t(
+      a.num_gpu_blocks_override.value_or(blocks_per_seq * std::min<int64_t>(a.max_num_seqs, 16)) +
+      1);
+  ec.kv_cache.enable_prefix_caching = a.enable_prefix_caching;
+  // One GDN state slot per running request (a dense model's runner ignores them).
+  ec.kv_cache.num_state_slots = int32_t(a.max_num_seqs);
+  const auto& eos =
+      gen_config.eos_token_ids.empty() ? s.model_config.eos_token_ids : gen_config.eos_token_ids;
+  for (int64_t id : eos) ec.eos_token_ids.push_back(int32_t(id));
+
+  try {
+    s.tokenizer = text::Tokenizer::from_dir(a.dir);
+  } catch (const Error& e) {
+    // Oracle fixtures have weights and no tokenizer: token ids in and out still work.
+    s.tokenizer_error = e.what();
+  }
+  try {
+    s.chat_template = ChatTemplate::from_dir(a.dir, a.chat_template_file);
+  } catch (const Error& e) {
+    if (!a.chat_template_file.empty()) throw;
+    s.chat_template_error = e.what();
+  }
+
+  models::LoadConfig load;
+  load.format = a.load_format;
+  load.dummy_seed = a.dummy_seed;
+  load.progress = a.progress;
+  if (a.device.is_cpu()) {
+    s.runner = ModelRunner::load(s.model_config, a.dir, ec.kv_cache, load);
+  } else {
+    const GraphOptions graphs = graph_options(a, max_model_len);
+    load.device = a.device;
+    load.dtype = vt::DType::kBF16;
+    if (a.num_gpu_blocks_override) {
+      s.runner = ModelRunner::load(s.model_config, a.dir, ec.kv_cache, load, graphs);
+    } else {
+      MemoryBudget budget;
+      budget.gpu_memory_utilization = a.gpu_memory_utilization;
+      budget.max_num_batched_tokens = a.max_num_batched_tokens;
+      budget.max_num_seqs = int32_t(a.max_num_seqs);
+      s.runner = ModelRunner::load_sized(s.model_config, a.dir, ec.kv_cache, load, budget,
+                                         a.quiet, graphs);
+    }
+    ec.kv_cache = s.runner->kv_config();  // load_sized set num_blocks
+  }
+  s.hybrid = needs_state_slots(s.runner->model());
+  if (s.multimodal && !a.language_model_only && !a.quiet)
+    std::fprintf(stderr,
+                 "vtllm: %s is %s, but vtllm builds no vision tower yet: text only "
+                 "(--language-model-only says so and silences this)\n",
+                 a.dir.c_str(), s.model_config.architecture_class.c_str());
+  return s;
+}
+
+std::string EngineParts::describe(const EngineArgs& a) const {
+  return str_cat(model_config.architecture_class, ", ", hybrid ? "hybrid" : "dense",
+                 a.load_format == io::LoadFormat::kDummy ? ", dummy weights" : "",
+                 a.device.is_cuda() ? ", bf16 on " + a.device.str() : "",
+                 multimodal ? (a.language_model_only ? ", language model only"
+                                                     : ", text only (no vision tower yet)")
+                            : "");
+}
+
+}  // namespace vtllm::engine

@@ -1,0 +1,74 @@
+// EngineArgs -> the parts of an engine: what `vtllm serve`, `vtllm generate`, `vtllm
+// bench throughput` and the C API share to build one (vLLM's EngineArgs; the fields
+// are the CLI flags of the same names, apps/vtllm/model_setup.h).
+//
+// build_engine reads DIR's config.json (models/registry.h), generation_config.json,
+// tokenizer and chat template, and loads the model on args.device: on the CPU with
+// f32 activations and a KV cache of num_gpu_blocks_override blocks (default: enough
+// for min(max_num_seqs, 16) full-length requests); on CUDA in bf16 with the cache
+// sized from gpu_memory_utilization (ModelRunner::load_sized, which logs its plan
+// unless quiet) unless num_gpu_blocks_override is given, and CUDA graphs for decode
+// steps of up to min(max_num_seqs, 64) requests unless enforce_eager.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/llm_engine.h"
+#include "engine/model_runner.h"
+#include "io/config.h"
+#include "io/weight_loader.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+#include "vt/device.h"
+
+namespace vtllm::engine {
+
+struct EngineArgs {
+  std::string dir;  // the model directory
+  io::LoadFormat load_format = io::LoadFormat::kAuto;
+  uint64_t dummy_seed = 0;  // --load-format dummy
+  // Text only: multimodal requests are refused. No vision tower is built yet, so a
+  // *ForConditionalGeneration model is text-only either way.
+  bool language_model_only = false;
+  int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 2048;
+  std::optional<int64_t> num_gpu_blocks_override;  // KV blocks (excluding the null block)
+  bool enable_prefix_caching = true;
+  std::string chat_template_file;  // replaces DIR's template when not empty
+  vt::Device device = vt::Device::cpu();
+  double gpu_memory_utilization = 0.9;  // CUDA only; num_gpu_blocks_override wins
+  bool enforce_eager = false;           // no CUDA graphs
+  bool quiet = false;                   // no cache-plan line on stderr
+  io::LoadOptions::Progress progress = io::LoadOptions::Progress::kAuto;
+
+  // Throws vtllm::Error naming the flag (--max-num-seqs, ...) of the first bad value.
+  void validate() const;
+};
+
+struct EngineParts {
+  io::ModelConfig model_config;
+  EngineConfig engine;  // scheduler, KV cache (the runner's), eos ids
+  // DIR's tokenizer.json; absent when the directory has none (then only token ids work).
+  std::optional<text::Tokenizer> tokenizer;
+  std::string tokenizer_error;                // why it is absent
+  std::optional<ChatTemplate> chat_template;  // absent when DIR has none
+  std::string chat_template_error;            // why it is absent
+  std::unique_ptr<ModelRunner> runner;
+  bool hybrid = false;      // GDN layers: one state slot per running request
+  bool multimodal = false;  // a vision-language class (served text-only)
+
+  // "<arch>, hybrid|dense[, dummy weights][, bf16 on cuda:0][, text only ...]".
+  std::string describe(const EngineArgs& args) const;
+};
+
+// Validates `args` and builds the parts (an explicit chat_template_file must load).
+EngineParts build_engine(const EngineArgs& args);
+
+// The decode-graph options build_engine gives the runner.
+GraphOptions graph_options(const EngineArgs& args, int64_t max_model_len);
+
+}  // namespace vtllm::engine

@@ -1,0 +1,35 @@
+// StepPlan: one model step as the engine plans it: the models::ForwardBatch the model
+// runs (vLLM's flattened layout, models/forward_batch.h: tokens, positions, slot
+// mapping, block table, state slots, logits rows), built here directly, plus what the
+// engine does around the forward pass. The runner hands the plan to the model as its
+// ForwardBatch base: nothing is copied into another type.
+//
+// Every layer must write the KV of all T tokens before any token attends: a request
+// may reuse, through the prefix cache, blocks that another request in the same batch
+// is filling. Block tables are padded with the null block 0. Hybrid models:
+// state_slots[b] is request b's GDN state slot; context_lens[b] == 0 starts it from
+// zero.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "models/forward_batch.h"
+
+namespace vtllm::engine {
+
+struct StepPlan : models::ForwardBatch {
+  // The request (index into the batch) of each logits_indices row: the last token of
+  // each request whose step reaches its end.
+  std::vector<int32_t> logits_requests;
+  // Hybrid prefix caching: copy GDN state src -> dst for every pair, all of
+  // `before` ahead of the forward pass and all of `after` once it is done.
+  std::vector<StateCopy> state_copies_before;
+  std::vector<StateCopy> state_copies_after;
+};
+
+// Flattens a scheduler decision; request b of the batch is output.requests[b].
+StepPlan build_step_plan(const SchedulerOutput& output, int block_size);
+
+}  // namespace vtllm::engine
