@@ -95,8 +95,8 @@ int cmd_generate(int argc, char** argv) {
   }
   params.ignore_eos = args.has("ignore-eos");
 
-  const ModelFlags flags = model_flags_from_args(args, args.positional()[0], 1);
-  ModelSetup setup = load_model_setup(flags);
+  const engine::EngineArgs flags = model_flags_from_args(args, args.positional()[0], 1);
+  engine::EngineParts setup = engine::build_engine(flags);
   const text::Tokenizer* tokenizer = setup.tokenizer ? &*setup.tokenizer : nullptr;
   if (!tokenizer && !(print_ids && args.has("prompt-ids")))
     VT_THROW(flags.dir, " has no tokenizer (", setup.tokenizer_error,

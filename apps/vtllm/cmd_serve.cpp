@@ -183,7 +183,7 @@ int cmd_serve(int argc, char** argv) {
   hc.cors.allowed_methods = list_flag(args, "allowed-methods", {"*"});
   hc.cors.allowed_headers = list_flag(args, "allowed-headers", {"*"});
   hc.cors.allow_credentials = args.has("allow-credentials");
-  const ModelFlags flags = model_flags_from_args(args, dir, 256);
+  const engine::EngineArgs flags = model_flags_from_args(args, dir, 256);
   raise_open_file_limit();
   // A busy port fails now, not after the model loaded.
   if (hc.port != 0) server::check_listen_address(hc.host, hc.port);
@@ -191,7 +191,7 @@ int cmd_serve(int argc, char** argv) {
   // Threads started from here on (engine, HTTP) inherit the blocked signals;
   // the main thread takes them with sigwait.
   server::block_termination_signals();
-  ModelSetup setup = load_model_setup(flags);
+  engine::EngineParts setup = engine::build_engine(flags);
   if (!setup.tokenizer) VT_THROW("the server needs the model's tokenizer: ", setup.tokenizer_error);
   const text::Tokenizer& tokenizer = *setup.tokenizer;
   if (!setup.chat_template)
@@ -217,7 +217,7 @@ int cmd_serve(int argc, char** argv) {
   std::printf(
       "vtllm serve: %s (%s) on http://%s:%d, max_model_len %lld, max_num_seqs %d, "
       "%d KV blocks of %d%s%s\n",
-      sc.model_name.c_str(), describe(setup, flags).c_str(), hc.host.c_str(), bound_port,
+      sc.model_name.c_str(), setup.describe(flags).c_str(), hc.host.c_str(), bound_port,
       static_cast<long long>(max_model_len), ec.scheduler.max_num_seqs, ec.kv_cache.num_blocks - 1,
       ec.kv_cache.block_size, ec.kv_cache.enable_prefix_caching ? ", prefix caching" : "",
       hc.api_key.empty() ? "" : ", API key required");

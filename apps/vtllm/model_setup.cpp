@@ -1,5 +1,7 @@
 #include "model_setup.h"
 
+#include <cstdlib>
+
 #include "base/error.h"
 #include "vt/device.h"
 
@@ -73,6 +75,9 @@ engine::EngineArgs model_flags_from_args(const Args& args, const std::string& di
   if (device == "cuda") f.device = vt::Device::cuda(0);
   f.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
   f.enforce_eager = args.has("enforce-eager");
+  // vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN, under this project's prefix; read here only.
+  if (const char* v = std::getenv("VTLLM_ALLOW_LONG_MAX_MODEL_LEN"))
+    f.allow_long_max_model_len = std::string(v) == "1" || std::string(v) == "true";
   f.validate();
   return f;
 }

@@ -22,18 +22,9 @@ std::vector<std::string> model_value_flags();
 std::vector<std::string> model_bool_flags();
 extern const char* const kModelFlagsUsage;
 
-// The flags as engine arguments, and the engine parts they build (engine/engine_builder.h).
-using ModelFlags = engine::EngineArgs;
-using ModelSetup = engine::EngineParts;
-
 // Reads the shared flags (validated, the error naming the flag); `default_max_num_seqs`
 // is the subcommand's default for --max-num-seqs.
 engine::EngineArgs model_flags_from_args(const Args& args, const std::string& dir,
                                          int64_t default_max_num_seqs);
-
-inline ModelSetup load_model_setup(const ModelFlags& flags) { return engine::build_engine(flags); }
-inline std::string describe(const ModelSetup& setup, const ModelFlags& flags) {
-  return setup.describe(flags);
-}
 
 }  // namespace vtllm::cli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 #include "base/error.h"
 #include "models/registry.h"
@@ -32,6 +33,43 @@ void EngineArgs::validate() const {
   }
 }
 
+uint64_t host_memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kib = 0;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+namespace {
+
+// The CPU cache build_engine is about to allocate, checked against available memory.
+void check_cpu_cache_fits(const io::ModelConfig& config, const KvCacheConfig& kv,
+                          const EngineArgs& a) {
+  const CacheFootprint f = cache_footprint(models::declare_cache_spec(config), kv.block_size,
+                                           vt::DType::kF32);
+  const uint64_t kv_bytes = uint64_t(kv.num_blocks) * uint64_t(f.bytes_per_block);
+  const uint64_t state_bytes =
+      uint64_t(kv.num_state_slots + kv.num_state_snapshots) * uint64_t(f.bytes_per_state_slot);
+  const uint64_t available = host_memory_available();
+  const double gib = double(uint64_t(1) << 30);
+  if (!a.quiet)
+    std::fprintf(stderr,
+                 "vtllm: cpu cache: %d KV blocks of %d tokens (%.2f GiB) + GDN state %.2f GiB; "
+                 "%.2f GiB available\n",
+                 kv.num_blocks - 1, kv.block_size, double(kv_bytes) / gib,
+                 double(state_bytes) / gib, double(available) / gib);
+  if (available > 0 && double(kv_bytes + state_bytes) > 0.9 * double(available))
+    VT_THROW("the CPU KV cache (", kv.num_blocks - 1, " blocks of ", kv.block_size, " tokens, ",
+             double(kv_bytes) / gib, " GiB) and GDN state (", double(state_bytes) / gib,
+             " GiB) exceed 90% of the ", double(available) / gib,
+             " GiB available; lower --max-model-len or --max-num-seqs, or set "
+             "--num-gpu-blocks-override");
+}
+
+}  // namespace
+
 GraphOptions graph_options(const EngineArgs& a, int64_t max_model_len) {
   GraphOptions g;
   g.enforce_eager = a.enforce_eager;
@@ -52,6 +90,11 @@ EngineParts build_engine(const EngineArgs& a) {
       a.max_model_len > 0 ? a.max_model_len : s.model_config.text.max_position_embeddings;
   VT_CHECK(max_model_len > 0, a.dir,
            ": config.json gives no max_position_embeddings; pass --max-model-len");
+  const int64_t model_max = s.model_config.text.max_position_embeddings;
+  if (model_max > 0 && max_model_len > model_max && !a.allow_long_max_model_len)
+    VT_THROW("--max-model-len ", max_model_len, " exceeds the model's max_position_embeddings ",
+             model_max, " (", a.dir, "/config.json); set VTLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to "
+             "allow it (outputs past the trained length may be wrong)");
 
   EngineConfig& ec = s.engine;
   ec.scheduler.max_model_len = max_model_len;
@@ -88,6 +131,7 @@ EngineParts build_engine(const EngineArgs& a) {
   load.dummy_seed = a.dummy_seed;
   load.progress = a.progress;
   if (a.device.is_cpu()) {
+    check_cpu_cache_fits(s.model_config, ec.kv_cache, a);
     s.runner = ModelRunner::load(s.model_config, a.dir, ec.kv_cache, load);
   } else {
     const GraphOptions graphs = graph_options(a, max_model_len);

@@ -5,7 +5,8 @@
 // build_engine reads DIR's config.json (models/registry.h), generation_config.json,
 // tokenizer and chat template, and loads the model on args.device: on the CPU with
 // f32 activations and a KV cache of num_gpu_blocks_override blocks (default: enough
-// for min(max_num_seqs, 16) full-length requests); on CUDA in bf16 with the cache
+// for min(max_num_seqs, 16) full-length requests), refused before allocating when it
+// and the GDN state slots exceed 90% of the memory the system has available; on CUDA in bf16 with the cache
 // sized from gpu_memory_utilization (ModelRunner::load_sized, which logs its plan
 // unless quiet) unless num_gpu_blocks_override is given, and CUDA graphs for decode
 // steps of up to min(max_num_seqs, 64) requests unless enforce_eager.
@@ -43,6 +44,9 @@ struct EngineArgs {
   double gpu_memory_utilization = 0.9;  // CUDA only; num_gpu_blocks_override wins
   bool enforce_eager = false;           // no CUDA graphs
   bool quiet = false;                   // no cache-plan line on stderr
+  // A max_model_len above the model's max_position_embeddings is refused unless set
+  // (vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN).
+  bool allow_long_max_model_len = false;
   io::LoadOptions::Progress progress = io::LoadOptions::Progress::kAuto;
 
   // Throws vtllm::Error naming the flag (--max-num-seqs, ...) of the first bad value.
@@ -67,6 +71,9 @@ struct EngineParts {
 
 // Validates `args` and builds the parts (an explicit chat_template_file must load).
 EngineParts build_engine(const EngineArgs& args);
+
+// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
+uint64_t host_memory_available();
 
 // The decode-graph options build_engine gives the runner.
 GraphOptions graph_options(const EngineArgs& args, int64_t max_model_len);

@@ -67,6 +67,12 @@ std::vector<io::ParamSpec> declare_params(const io::ModelConfig& config,
   return decl.specs();
 }
 
+CacheSpec declare_cache_spec(const io::ModelConfig& config) {
+  const ArchitectureEntry& e = entry_for(config.architecture_class, "model config");
+  ParamDeclaration decl(config.dtype);
+  return e.build(config, decl, ModelOptions{}, vt::DType::kF32)->cache_spec();
+}
+
 std::unique_ptr<Model> load_model(const io::ModelConfig& config, const std::string& dir,
                                   vt::Stream& s, const LoadConfig& load,
                                   const ModelOptions& options) {

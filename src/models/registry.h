@@ -47,6 +47,10 @@ io::ModelConfig load_model_config(const std::string& dir);
 std::vector<io::ParamSpec> declare_params(const io::ModelConfig& config,
                                           bool language_model_only = false);
 
+// The per-layer cache kinds and dimensions of the class (Model::cache_spec), from the
+// config alone (no weights): how the engine sizes a cache before loading.
+CacheSpec declare_cache_spec(const io::ModelConfig& config);
+
 // Builds the model of `config` on load.device (the stream `s` must be on it) with
 // load.activation_dtype(), its declared language-model parameters read from the
 // checkpoint in `dir` by the io loader in their checkpoint dtype, or made as dummy
