@@ -59,6 +59,11 @@ Generation::~Generation() {
   }
 }
 
+void Generation::cancel() {
+  // engine_ids_ is fixed once the constructor returns, and AsyncEngine::abort is thread-safe.
+  for (const std::string& id : engine_ids_) engine_.abort(id);
+}
+
 std::string Generation::token_text(int32_t id) const {
   const int32_t one[1] = {id};
   return tokenizer_.decode(one, false);

@@ -5,7 +5,7 @@
 //
 // Destroying a Generation before it finished (the client went away) aborts its
 // engine requests; the engine frees their blocks at its next step. One thread
-// uses a Generation at a time.
+// uses a Generation at a time; cancel() may come from any thread meanwhile.
 #pragma once
 
 #include <chrono>
@@ -48,6 +48,12 @@ class Generation {
   // Whole response: waits for every choice to finish and returns the JSON body.
   // Throws ApiError 500 when the engine failed the request.
   std::string run_to_end();
+  // Aborts its engine requests: each ends at the engine's next step with
+  // finish_reason "abort", and next_frames() / run_to_end() return soon after.
+  // Thread-safe.
+  void cancel();
+  // Whether the request asked for a stream.
+  bool streaming() const { return spec_.stream; }
 
  private:
   struct ChoiceState {

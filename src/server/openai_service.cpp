@@ -250,6 +250,7 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
       throw ApiError::bad_request("", e.what());
     }
     if (gen.stream) return Started{HttpReply{200, "text/event-stream", ""}, std::move(g)};
+    if (config_.defer_whole_replies) return Started{HttpReply{}, std::move(g)};
     return Started{HttpReply{200, "application/json", g->run_to_end()}, nullptr};
   } catch (const ApiError& e) {
     return Started{error_reply(e), nullptr};

@@ -28,6 +28,10 @@ struct ServiceConfig {
   int64_t max_model_len = 4096;
   // Generation requests in flight (streaming or not) beyond which new ones get 503.
   int max_pending_requests = 1024;
+  // completions() and chat_completions() return a non-streaming request started but
+  // not run (Started::stream set, streaming() false): the caller runs run_to_end()
+  // itself and may cancel() it meanwhile (the C API's vtllm_abort).
+  bool defer_whole_replies = false;
 };
 
 struct HttpReply {
