@@ -90,7 +90,8 @@ Prepared prepare(Call call, const char* request_json) {
   const bool streaming = stream != j.end() && stream->is_boolean() && stream->get<bool>();
   if (call == Call::kStream) {
     p.chat = j.contains("messages");
-    if (!streaming) {
+    // A "stream" of the wrong type stays, for the server's 400 naming it.
+    if (!streaming && (stream == j.end() || stream->is_null() || stream->is_boolean())) {
       j["stream"] = true;
       p.body = j.dump();
     }

@@ -172,6 +172,12 @@ TEST_F(CApi, MalformedRequestsAreOpenAiErrors) {
   EXPECT_EQ(vtllm_complete(nullptr, "{}", &out), VTLLM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(vtllm_stream(engine_, "{}", nullptr, nullptr), VTLLM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(json::parse(vtllm_last_error())["error"]["code"], "null_argument");
+  // vtllm_stream takes "stream" as true, but one of the wrong type is the server's 400.
+  Collected none;
+  EXPECT_EQ(vtllm_stream(engine_, R"({"prompt": "hi", "stream": "yes"})", collect, &none),
+            VTLLM_ERR_INVALID_REQUEST);
+  EXPECT_EQ(json::parse(vtllm_last_error())["error"]["param"], "stream");
+  EXPECT_TRUE(none.payloads.empty());
 }
 
 TEST_F(CApi, StreamedChunksConcatenateToTheWholeText) {
