@@ -1,23 +1,22 @@
-// The chunked gated delta rule (vt::gated_delta_rule_chunked on CUDA) at the Qwen3.5-9B
-// GDN shape (Hk 16, Hv 32, Dk = Dv = 128; one layer), the tensor-core kernels
-// (VTLLM_GDN_PREFILL=tc, the default: cuda/gdn/chunk_wy_tc.cu + chunk_scan_tc.cu) next
-// to the f32 CUDA-core ones (f32): batch 1 at 512 and 4096 tokens, 8 x 512, and the 27B
-// shape (Hv 48) at 4096. CUDA events around the op as the engine calls it (index upload
+// CUDA Gated DeltaNet benchmarks (src/vt/cuda/gdn/).
+//
+// The chunked gated delta rule (vt::gated_delta_rule_chunked on CUDA: the tensor-core
+// kernels cuda/gdn/chunk_wy_tc.cu + chunk_scan_tc.cu) at the Qwen3.5-9B GDN shape (Hk 16,
+// Hv 32, Dk = Dv = 128; one layer) and the 27B shape (Hv 48): batch 1 at 512 and 4096
+// tokens and 8 x 512. CUDA events around the op as the engine calls it (index upload
 // included), median of 15 runs after 3 warm-ups, L2 warm, bf16 q, k, v and out, f32
 // gates and state, q and k l2-normalised, g in (-0.7, -0.01).
 //
-// FLOPs: the same count for both rows, so their rates compare as their times do; per
-// (chunk of C = 64, value head), Dk = Dv = 128, the products as the tc kernels run them:
+// FLOPs per (chunk of C = 64, value head), Dk = Dv = 128, the products as the kernels run them:
 //   chunk_wy   20 x 2 x 16 x 8 x Dk x 2  (K K^T and Q K^T on and below the diagonal, 16x8 tiles)
 //            + 16 x (Dk + Dv) x (16 + 32 + 48) x 2  (the solve's off-diagonal blocks)
 //            + 4 x 120 x (Dk + Dv) x 2  (its 16 x 16 diagonal blocks, CUDA cores)
 //   chunk_scan Dv / 32 slices x [128 x 32 x Dk x 2  ([W; q] S)
 //                              + 16 x 32 x (16 + 32 + 48 + 64) x 2  (P U' to the diagonal)
 //                              + Dk x 32 x 64 x 2]  (the state update)
-// ~9.3 MFLOP per (chunk, head) (the f32 kernels do ~10.3 M by their own tiling). The
-// fractions are of the H200's ~67 TFLOP/s f32 CUDA-core peak and ~395 TFLOP/s dense
-// tf32 tensor-core peak; a 3xTF32 product issues three tf32 mma, so the tensor pipe's
-// own load is three times the tf32 fraction printed.
+// ~9.3 MFLOP per (chunk, head). The fractions are of the H200's ~67 TFLOP/s f32 CUDA-core peak and
+// ~395 TFLOP/s dense tf32 tensor-core peak; a 3xTF32 product issues three tf32 mma, so the tensor
+// pipe's own load is three times the tf32 fraction printed.
 //
 // The fused decode step (vt::gdn_fused_recurrent: q/k l2norm, gates, the token
 // recurrence and the gated RMSNorm in one kernel) next to the four launches it replaces
@@ -26,7 +25,7 @@
 // own state slots (so the state is cold in L2, as in a decode pass over 24 layers),
 // median replay over 16. Bytes: the f32 state read and written (Hv x 128 x 128 x 4 x 2
 // per request, most of it) plus the bf16 q, k, v, z rows read and y written; the rate
-// is against the ~4.3 TB/s copy ceiling of cuda_kernels_bench. At batch 1 the step is
+// is against the ~4.3 TB/s copy ceiling (bench/cuda_bench.h). At batch 1 the step is
 // latency, not bandwidth.
 //
 // The conv of a prefill (vt::causal_conv1d_silu, T > B: the streaming kernel and the
@@ -37,8 +36,14 @@
 // eager calls. At 512 tokens x and out (17 MB) stay in the 50 MB L2 between calls, so
 // that row may pass the DRAM ceiling; at 4096 (134 and 168 MB) they cannot.
 //
+// The recurrent op (vt::gated_delta_rule_recurrent) at decode, B = 1 .. 256 requests of one
+// token, L2 cold (a decode step's state of one layer comes from HBM): the rows kernel
+// and, tagged [warp], the warp kernel on the same call (KernelConfig::gdn_decode); and a
+// 4096-token prefill by the token loop. Rows of bench/cuda_bench.h (the copy ceiling
+// printed first).
+//
 //   cuda_gdn_bench [decode]   (needs a GPU; exits 0 with a note without one; decode: only
-//                             the decode-step rows, B = 1 .. 64)
+//                             the decode-step rows)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -50,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_bench.h"
 #include "vt/cuda/stream_state.h"
 #include "vt/ops/copy.h"
 #include "vt/ops/gdn.h"
@@ -118,7 +124,7 @@ double flops_per_chunk_head(double dk, double dv) {
   return wy + scan;
 }
 
-void bench(vt::Stream& gpu, int64_t B, int64_t tokens_each, int64_t hv, const char* path) {
+void bench(vt::Stream& gpu, int64_t B, int64_t tokens_each, int64_t hv) {
   const int64_t hk = 16, d = 128, T = B * tokens_each;
   // q and k rows of norm ~1 (N(0, 1/128) per element), as the l2 norm leaves them.
   const vt::Tensor q = up(gpu, host_normal({T, hk, d}, vt::DType::kBF16, 0.088f, 1));
@@ -134,16 +140,13 @@ void bench(vt::Stream& gpu, int64_t B, int64_t tokens_each, int64_t hv, const ch
     slots.push_back(int32_t(b));
   }
   const vt::Tensor qt = i32(qsl), st = i32(slots);
-  setenv("VTLLM_GDN_PREFILL", path, 1);
   const double ms = median_ms(gpu, [&] {
     vt::gated_delta_rule_chunked(gpu, q, k, v, g, beta, 0.088f, qt, state, st, out);
   });
-  unsetenv("VTLLM_GDN_PREFILL");
   const double chunks = double(B * ((tokens_each + 63) / 64));
   const double tfs = chunks * double(hv) * flops_per_chunk_head(double(d), double(d)) / ms / 1e9;
   const std::string name = "gdn chunked B=" + std::to_string(B) +
-                           " T=" + std::to_string(tokens_each) + " Hv=" + std::to_string(hv) +
-                           " [" + path + "]";
+                           " T=" + std::to_string(tokens_each) + " Hv=" + std::to_string(hv);
   std::printf("%-40s %9.3f ms/layer %8.1f TFLOP/s %6.1f%% of f32 67 %6.1f%% of tf32 395\n",
               name.c_str(), ms, tfs, 100.0 * tfs / kF32TFlops, 100.0 * tfs / kTf32TFlops);
 }
@@ -239,27 +242,80 @@ void bench_conv(vt::Stream& gpu, int64_t T, int64_t C, const char* model) {
               100.0 * gbs / (kCopyTBs * 1000));
 }
 
+// The recurrent delta rule of B requests of tokens_each tokens (the token loop), FLOPs
+// 4 Dk Dv per token and head. Bytes: q, k, v read, out written, the state read and
+// written once.
+void bench_recurrent(int64_t B, int64_t tokens_each, int64_t hk, int64_t hv,
+                     const vt::Tensor* flush, const std::string& tag = "") {
+  using vtbench::g_gpu;
+  using vtbench::rand_gpu;
+  const int64_t dk = 128, dv = 128, T = B * tokens_each;
+  vt::Tensor q = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f),
+             k = rand_gpu({T, hk, dk}, vt::DType::kBF16, 0.09f, 2);
+  vt::Tensor v = rand_gpu({T, hv, dv}, vt::DType::kBF16, 1, 3),
+             out = rand_gpu({T, hv, dv}, vt::DType::kBF16);
+  vt::Tensor g = rand_gpu({T, hv}, vt::DType::kF32, 0.01f, 4),
+             beta = rand_gpu({T, hv}, vt::DType::kF32, 0.1f, 5);
+  vt::Tensor state = rand_gpu({B, hv, dk, dv}, vt::DType::kF32, 0.01f, 6);
+  std::vector<int32_t> qsl{0}, slots;
+  for (int64_t b = 0; b < B; ++b) {
+    qsl.push_back(int32_t(qsl.back() + tokens_each));
+    slots.push_back(int32_t(b));
+  }
+  vt::Tensor qt = i32(qsl), st = i32(slots);
+  const double ms = vtbench::time_ms(
+      [&] { vt::gated_delta_rule_recurrent(*g_gpu, q, k, v, g, beta, 0.088f, qt, state, st, out); },
+      flush);
+  const double bytes =
+      double(B * hv * dk * dv) * 4 * 2 + double(T) * double(2 * hk * dk + 2 * hv * dv) * 2;
+  const double flops = 4.0 * double(T * hv * dk * dv);
+  vtbench::row("gdn recurrent B=" + std::to_string(B) + " tokens=" + std::to_string(tokens_each) +
+                   " Hk/Hv=" + std::to_string(hk) + "/" + std::to_string(hv) + tag,
+               ms, bytes, flops);
+}
+
+// Decode steps (L2 cold): the rows kernel and, tagged [warp], the warp kernel.
+void bench_recurrent_decode() {
+  const vt::Tensor flush = vtbench::l2_flush_buffer();
+  for (int64_t B : {1, 8, 32, 64, 256}) {
+    for (int64_t hv : {32, 48}) {
+      bench_recurrent(B, 1, 16, hv, &flush);
+      vtbench::with_kernels([](vt::KernelConfig& k) { k.gdn_decode = vt::GdnDecodeKernel::kWarp; },
+                            [&] { bench_recurrent(B, 1, 16, hv, &flush, " [warp]"); });
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool only_decode = argc > 1 && std::string(argv[1]) == "decode";
-  // The [fused] decode rows time the kernel at every batch, past the op's measured rule.
-  setenv("VTLLM_GDN_FUSED", "1", 1);
-  if (vt::cuda_device_count() == 0) {
-    std::printf("cuda_gdn_bench: no CUDA device, nothing measured\n");
-    return 0;
-  }
+  if (!vtbench::have_gpu("cuda_gdn_bench")) return 0;
   vt::Stream gpu(vt::Device::cuda(0));
+  vtbench::use_gpu("cuda_gdn_bench", gpu);
   struct Case {
     int64_t B, tokens, hv;
   };
   if (!only_decode)
-    for (const Case& s : {Case{1, 512, 32}, Case{1, 4096, 32}, Case{8, 512, 32}, Case{1, 4096, 48}})
-      for (const char* path : {"tc", "f32"}) bench(gpu, s.B, s.tokens, s.hv, path);
-  for (int64_t hv : {32, 48})
-    for (int64_t B : {1, 8, 16, 32, 48, 64})
-      for (bool fused : {true, false}) bench_decode(gpu, B, hv, fused);
+    for (const Case& s : {Case{1, 512, 32}, Case{1, 4096, 32}, Case{8, 512, 32}, Case{1, 512, 48},
+                          Case{1, 4096, 48}, Case{8, 512, 48}})
+      bench(gpu, s.B, s.tokens, s.hv);
+  {
+    // The [fused] decode rows time the kernel at every batch, past the op's measured rule.
+    const vt::KernelConfig shipped = gpu.kernel_config();
+    vt::KernelConfig fused_always = shipped;
+    fused_always.gdn_fused = vt::Toggle::kOn;
+    gpu.set_kernel_config(fused_always);
+    for (int64_t hv : {32, 48})
+      for (int64_t B : {1, 8, 16, 32, 48, 64})
+        for (bool fused : {true, false}) bench_decode(gpu, B, hv, fused);
+    gpu.set_kernel_config(shipped);
+  }
+  vtbench::header("op (Qwen3.5-9B / 3.6-27B GDN shapes)");
+  vtbench::copy_ceiling_row();
+  bench_recurrent_decode();
   if (only_decode) return 0;
+  bench_recurrent(1, 4096, 16, 48, nullptr, " (prefill by the token loop)");
   bench_conv(gpu, 512, 8192, "9B");
   bench_conv(gpu, 4096, 8192, "9B");
   bench_conv(gpu, 4096, 10240, "27B");

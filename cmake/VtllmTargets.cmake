@@ -41,15 +41,17 @@ function(vtllm_layer name dir)
   target_link_libraries(${name} INTERFACE vtllm_sanitize)
 endfunction()
 
-# vtllm_test(NAME DIR LIBS...): one gtest executable per test folder (faster to
-# link on small machines than one per file), every test registered with CTest.
+# vtllm_test(NAME DIR LIBS...): one gtest executable per test folder, its subfolders
+# included (tests/vt/<family>/; faster to link on small machines than one per file),
+# every test registered with CTest. DIR is on the include path (shared test headers).
 function(vtllm_test name dir)
-  file(GLOB srcs CONFIGURE_DEPENDS ${dir}/*_test.cpp)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${dir}/*_test.cpp)
   if(NOT srcs)
     return()
   endif()
   add_executable(${name} ${srcs})
   target_link_libraries(${name} PRIVATE ${ARGN} GTest::gtest GTest::gtest_main vtllm_warnings vtllm_sanitize)
+  target_include_directories(${name} PRIVATE ${dir})
   target_compile_definitions(${name} PRIVATE VTLLM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
 endfunction()

@@ -3,7 +3,13 @@
 // with the bundled tiny model's real tokenizer and chat template and the real
 // AsyncEngine over a fake model (logits a fixed function of the last token).
 //
-// The first input byte picks the route, the rest is the body. Checks: no
+// A first byte of 0xF0 or more fuzzes the HTTP request parser instead
+// (server/http_message.h): the rest is raw bytes from a client, parsed whole and
+// again fed in pieces whose sizes the first byte seeds; the requests both
+// complete must agree, every status is one the server answers, and `consumed`
+// never passes what was given.
+//
+// Otherwise the first input byte picks the route, the rest is the body. Checks: no
 // exception escapes a route; the status is 200 or a 4xx (a 5xx answer to a
 // client's body is a bug: DESIGN §8); every body is JSON (each SSE event of a
 // stream too, ending in [DONE]); an error body is an OpenAI error object.
@@ -26,6 +32,7 @@
 
 #include "engine/async_engine.h"
 #include "engine/model_executor.h"
+#include "server/http_message.h"
 #include "server/openai_service.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -119,21 +126,93 @@ void check_reply(const server::HttpReply& r, const std::string& body) {
     fail("error reply without an error object", body, r.body);
 }
 
+// Parses `wire` into requests, feeding pieces of at most `piece` bytes (0: all at
+// once) as a connection does.
+struct Parsed {
+  std::vector<server::HttpRequest> first;  // the complete requests
+  int second = 0;                          // the error status; 0: none
+  bool third = false;                      // bytes were left unparsed at the end
+};
+
+Parsed parse_all(std::string_view wire, size_t piece) {
+  server::HttpLimits limits;
+  limits.max_header_bytes = 4096;
+  limits.max_headers = 32;
+  limits.max_target_bytes = 1024;
+  limits.max_body_bytes = 4096;
+  std::vector<server::HttpRequest> out;
+  auto parser = std::make_unique<server::HttpRequestParser>(limits);
+  std::string pending;
+  size_t at = 0;
+  for (;;) {
+    const size_t n = piece == 0 ? wire.size() - at : std::min(piece, wire.size() - at);
+    pending.append(wire.substr(at, n));
+    at += n;
+    for (;;) {
+      const server::HttpRequestParser::Step s = parser->put(pending);
+      if (s.consumed > pending.size()) fail("parser consumed more than it was given", "", "");
+      pending.erase(0, s.consumed);
+      if (s.state == server::HttpRequestParser::State::kError) {
+        const int st = parser->error_status();
+        if (st != 400 && st != 413 && st != 414 && st != 431)
+          fail("parser error status outside 400/413/414/431", std::string(wire), "");
+        return {std::move(out), st, false};
+      }
+      if (s.state != server::HttpRequestParser::State::kComplete) break;
+      out.push_back(parser->take());
+      parser = std::make_unique<server::HttpRequestParser>(limits);
+    }
+    if (at == wire.size()) return {std::move(out), 0, !pending.empty() || parser->header_done()};
+  }
+}
+
+void fuzz_parser(uint8_t seed, std::string_view wire) {
+  const auto whole = parse_all(wire, 0);
+  const auto split = parse_all(wire, 1 + seed % 7);
+  const auto& a = whole.first;
+  const auto& b = split.first;
+  // Beast reports a malformed head as soon as it parses it, which a piecewise
+  // feed may only reach once the head's end arrives (or its limit or the header
+  // timeout): one parse may stop earlier than the other, but the requests both
+  // completed must be the same, and the shorter list must end unfinished.
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const bool same = a[i].method == b[i].method && a[i].target == b[i].target &&
+                      a[i].version == b[i].version && a[i].keep_alive == b[i].keep_alive &&
+                      a[i].headers == b[i].headers && a[i].body == b[i].body;
+    if (!same) fail("whole and piecewise parses differ", std::string(wire), "");
+    if (a[i].body.size() > 4096) fail("a body over the limit was accepted", std::string(wire), "");
+  }
+  if (a.size() != b.size()) {
+    const auto& shorter = a.size() < b.size() ? whole : split;
+    if (shorter.second == 0 && !shorter.third)
+      fail("one parse completed fewer requests and ended clean", std::string(wire), "");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  if (data[0] >= 0xF0) {
+    fuzz_parser(data[0], std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+    return 0;
+  }
   World& w = world();
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   server::HttpReply reply;
-  std::unique_ptr<server::Generation> stream;
+  std::shared_ptr<server::Generation> stream;
   switch (data[0] % 4) {
     case 0:
     case 1: {
       server::OpenAiService::Started s =
           data[0] % 4 == 0 ? w.service->completions(body) : w.service->chat_completions(body);
       reply = std::move(s.reply);
-      stream = std::move(s.stream);
+      if (s.gen && s.gen->streaming()) {
+        stream = std::move(s.gen);
+        reply.body.clear();
+      } else if (s.gen) {
+        reply = w.service->finish(*s.gen);
+      }
       break;
     }
     case 2:

@@ -17,7 +17,9 @@ packages=(
   # the runtime libraries make their .so links resolve)
   libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
   libutf8proc-dev libutf8proc2
-  # HTTP server (header + Debian's compiled library)
+  # HTTP server: Boost.Asio + Boost.Beast (header-only; the one Boost package needed)
+  libboost1.81-dev
+  # HTTP client of `vtllm bench serve` (header + Debian's compiled library)
   libcpp-httplib-dev libcpp-httplib0.11
   # cpp-httplib's pkg-config file requires these (it was built with TLS, zlib, brotli)
   libssl-dev zlib1g-dev libbrotli-dev libbrotli1

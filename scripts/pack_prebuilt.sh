@@ -18,7 +18,8 @@ archive=${2:-.gl/prebuilt.tar.xz}
 grep -q '^VTLLM_CUDA:STRING=ON' "$build/CMakeCache.txt" ||
   { echo "pack_prebuilt: $build is not configured with -DVTLLM_CUDA=ON" >&2; exit 2; }
 ninja -C "$build" vt_tests base_tests io_tests text_tests models_tests engine_tests server_tests \
-  vtllm cuda_kernels_bench cuda_gdn_bench cuda_sampler_bench >&2
+  vtllm cuda_attention_bench cuda_elementwise_bench cuda_gdn_bench cuda_gemm_bench \
+  cuda_norm_bench cuda_sampler_bench >&2
 mkdir -p "$(dirname "$archive")"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcpp-httplib-dev
+  nlohmann-json3-dev libboost1.81-dev libcpp-httplib-dev
   libpcre2-dev libutf8proc-dev
   libopenblas-dev
   clang libclang-rt-14-dev

@@ -1,13 +1,21 @@
 // vtllm serve DIR: the OpenAI-compatible HTTP server (src/server) over the
 // engine (AsyncEngine + ModelRunner) with DIR's tokenizer and chat template.
 //
-// Prints one line saying what it serves, then serves until SIGINT/SIGTERM,
-// which drain the requests in flight before it exits with status 0.
+// Prints one line saying what it serves, then serves until SIGINT/SIGTERM: the
+// first drains (no new connections, new generation requests 503, those in
+// flight finish for up to --shutdown-timeout, then the rest are ended with an
+// error event and a log line) and exits 0; a second signal exits at once.
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -29,13 +37,29 @@ constexpr const char* kUsage =
     "usage: vtllm serve DIR [options]\n"
     "  Serves the model in DIR through the OpenAI API (see docs/SERVER.md).\n"
     "  --host H                      listen address (default 127.0.0.1)\n"
-    "  --port P                      listen port (default 8000)\n"
+    "  --port P                      listen port (default 8000; 0: any free port)\n"
     "  --served-model-name NAME      the model name clients use (default DIR)\n"
     "  --api-key KEY                 require 'Authorization: Bearer KEY' on /v1/* (or "
     "VTLLM_API_KEY)\n"
-    "  --max-body-bytes N            request-body limit (default 33554432)\n"
+    "  --allowed-origins LIST        CORS origins, a JSON list or comma-separated (default "
+    "[\"*\"])\n"
+    "  --allowed-methods LIST        CORS methods (default [\"*\"])\n"
+    "  --allowed-headers LIST        CORS request headers (default [\"*\"])\n"
+    "  --allow-credentials           CORS: allow credentials\n"
+    "  --max-body-bytes N            request-body limit, 413 over it (default 33554432)\n"
+    "  --max-header-bytes N          request-head limit, 431 over it (default 65536)\n"
+    "  --max-headers N               header-field count limit, 431 over it (default 256)\n"
+    "  --max-connections N           open connections; more are answered 503 (default 4096)\n"
+    "  --max-pending-requests N      generation requests in flight; more get 503 (default "
+    "1024)\n"
+    "  --keep-alive-timeout S        idle connection timeout (default 5)\n"
+    "  --header-timeout S            time to send a request head (default 10)\n"
+    "  --body-timeout S              time to send a request body (default 30)\n"
+    "  --write-timeout S             time a client may take to read a response write "
+    "(default 30)\n"
+    "  --shutdown-timeout S          drain limit on SIGINT/SIGTERM (default 60)\n"
+    "  --http-threads N              HTTP I/O threads (default 2..4 from the cores)\n"
     "  (--max-num-seqs defaults to 256)\n";
-
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -43,33 +67,132 @@ std::optional<std::string> env(const char* name) {
   return std::string(v);
 }
 
+// An integer flag in [lo, hi]; the error names the flag.
+int64_t int_flag(const Args& args, const std::string& flag, int64_t fallback, int64_t lo,
+                 int64_t hi) {
+  const std::optional<std::string> v = args.get(flag);
+  if (!v) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || errno == ERANGE)
+    VT_THROW("--", flag, " expects an integer, got '", *v, "'");
+  if (x < lo || x > hi) VT_THROW("--", flag, " ", x, ": expected [", lo, ", ", hi, "]");
+  return x;
+}
+
+// A duration flag in seconds, > 0 and at most a day.
+std::chrono::milliseconds seconds_flag(const Args& args, const std::string& flag, double fallback) {
+  const std::optional<std::string> v = args.get(flag);
+  double x = fallback;
+  if (v) {
+    char* end = nullptr;
+    x = std::strtod(v->c_str(), &end);
+    if (v->empty() || *end != '\0') VT_THROW("--", flag, " expects seconds, got '", *v, "'");
+  }
+  if (!std::isfinite(x) || x <= 0 || x > 86400)
+    VT_THROW("--", flag, " ", v.value_or(std::to_string(x)), ": expected seconds in (0, 86400]");
+  return std::chrono::milliseconds(int64_t(std::ceil(x * 1000)));
+}
+
+// A list flag as vLLM writes it (a JSON list of strings) or comma-separated.
+std::vector<std::string> list_flag(const Args& args, const std::string& flag,
+                                   std::vector<std::string> fallback) {
+  const std::optional<std::string> v = args.get(flag);
+  if (!v) return fallback;
+  std::vector<std::string> out;
+  if (!v->empty() && v->front() == '[') {
+    const nlohmann::json j = nlohmann::json::parse(*v, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_array()) VT_THROW("--", flag, " '", *v, "': not a JSON list");
+    for (const nlohmann::json& e : j) {
+      if (!e.is_string()) VT_THROW("--", flag, " '", *v, "': expected a list of strings");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
+  size_t at = 0;
+  while (at <= v->size()) {
+    const size_t comma = std::min(v->find(',', at), v->size());
+    std::string item = v->substr(at, comma - at);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+    at = comma + 1;
+  }
+  return out;
+}
+
+// Many connections need many descriptors: take the hard limit.
+void raise_open_file_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
   std::vector<std::string> value_flags = model_value_flags();
-  for (const char* f : {"host", "port", "served-model-name", "api-key", "max-body-bytes"})
+  for (const char* f :
+       {"host", "port", "served-model-name", "api-key", "max-body-bytes", "max-header-bytes",
+        "max-headers", "max-connections", "max-pending-requests", "keep-alive-timeout",
+        "header-timeout", "body-timeout", "write-timeout", "shutdown-timeout", "http-threads",
+        "allowed-origins", "allowed-methods", "allowed-headers"})
     value_flags.emplace_back(f);
   std::vector<std::string> bool_flags = model_bool_flags();
   bool_flags.emplace_back("help");
+  bool_flags.emplace_back("allow-credentials");
   Args args(argc, argv, value_flags, bool_flags);
   if (args.has("help")) {
     std::printf("%s%s", kUsage, kModelFlagsUsage);
     return 0;
   }
   if (args.positional().size() != 1) {
-    std::fprintf(stderr, "%s%s", kUsage, kModelFlagsUsage);
+    std::string got;
+    for (const std::string& p : args.positional()) got += " '" + p + "'";
+    std::fprintf(stderr, "vtllm serve: expected one model directory, got %zu argument%s%s\n%s%s",
+                 args.positional().size(), args.positional().size() == 1 ? "" : "s", got.c_str(),
+                 kUsage, kModelFlagsUsage);
     return 2;
   }
   const std::string dir = args.positional()[0];
-  const ModelFlags flags = model_flags_from_args(args, dir, 256);
-  const int64_t port = args.get_int("port", 8000);
-  VT_CHECK(port >= 0 && port <= 65535, "--port ", port, ": expected [0, 65535]");
 
-  // Threads started from here on (engine, HTTP workers) inherit the blocked
-  // signals; the main thread takes them with sigwait.
+  // Every server flag is checked before the model loads.
+  server::HttpServerConfig hc;
+  hc.host = args.get_or("host", "127.0.0.1");
+  hc.port = int(int_flag(args, "port", 8000, 0, 65535));
+  hc.api_key = args.get("api-key").value_or(env("VTLLM_API_KEY").value_or(""));
+  hc.limits.max_body_bytes =
+      size_t(int_flag(args, "max-body-bytes", 32 << 20, 1, int64_t(1) << 40));
+  hc.limits.max_header_bytes =
+      size_t(int_flag(args, "max-header-bytes", 64 << 10, 1024, int64_t(1) << 30));
+  hc.limits.max_headers = size_t(int_flag(args, "max-headers", 256, 1, 1 << 20));
+  hc.max_connections = int(int_flag(args, "max-connections", 4096, 1, 1 << 20));
+  const int max_pending = int(int_flag(args, "max-pending-requests", 1024, 1, 1 << 16));
+  hc.keep_alive_timeout = seconds_flag(args, "keep-alive-timeout", 5);
+  hc.header_timeout = seconds_flag(args, "header-timeout", 10);
+  hc.body_timeout = seconds_flag(args, "body-timeout", 30);
+  hc.write_timeout = seconds_flag(args, "write-timeout", 30);
+  const std::chrono::milliseconds shutdown_timeout = seconds_flag(args, "shutdown-timeout", 60);
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  hc.io_threads = int(int_flag(args, "http-threads", std::clamp(cores / 4, 2, 4), 1, 64));
+  hc.max_workers = max_pending + 64;  // the tokenize routes use workers too
+  hc.cors.allowed_origins = list_flag(args, "allowed-origins", {"*"});
+  hc.cors.allowed_methods = list_flag(args, "allowed-methods", {"*"});
+  hc.cors.allowed_headers = list_flag(args, "allowed-headers", {"*"});
+  hc.cors.allow_credentials = args.has("allow-credentials");
+  const ModelFlags flags = model_flags_from_args(args, dir, 256);
+  raise_open_file_limit();
+  // A busy port fails now, not after the model loaded.
+  if (hc.port != 0) server::check_listen_address(hc.host, hc.port);
+
+  // Threads started from here on (engine, HTTP) inherit the blocked signals;
+  // the main thread takes them with sigwait.
   server::block_termination_signals();
   ModelSetup setup = load_model_setup(flags);
-  VT_CHECK(setup.tokenizer, "the server needs the model's tokenizer: ", setup.tokenizer_error);
+  if (!setup.tokenizer) VT_THROW("the server needs the model's tokenizer: ", setup.tokenizer_error);
   const text::Tokenizer& tokenizer = *setup.tokenizer;
   if (!setup.chat_template)
     std::fprintf(stderr,
@@ -83,35 +206,52 @@ int cmd_serve(int argc, char** argv) {
   sc.model_name = args.get_or("served-model-name", dir);
   sc.model_root = dir;
   sc.max_model_len = max_model_len;
+  sc.max_pending_requests = max_pending;
   server::ChatRenderer render;
   if (setup.chat_template)
     render = [&](const std::string& req) { return setup.chat_template->render_request(req); };
   server::OpenAiService service(sc, engine, tokenizer, render);
 
-  server::HttpServerConfig hc;
-  hc.host = args.get_or("host", "127.0.0.1");
-  hc.port = int(port);
-  hc.api_key = args.get("api-key").value_or(env("VTLLM_API_KEY").value_or(""));
-  hc.max_body_bytes = size_t(args.get_int("max-body-bytes", 32 << 20));
-  hc.num_threads = std::min(ec.scheduler.max_num_seqs + 16, 1024);
   server::HttpServer http(hc, service);
   const int bound_port = http.bind();
   std::printf(
       "vtllm serve: %s (%s) on http://%s:%d, max_model_len %lld, max_num_seqs %d, "
       "%d KV blocks of %d%s%s\n",
       sc.model_name.c_str(), describe(setup, flags).c_str(), hc.host.c_str(), bound_port,
-      static_cast<long long>(max_model_len), ec.scheduler.max_num_seqs,
-      ec.kv_cache.num_blocks - 1, ec.kv_cache.block_size,
-      ec.kv_cache.enable_prefix_caching ? ", prefix caching" : "",
+      static_cast<long long>(max_model_len), ec.scheduler.max_num_seqs, ec.kv_cache.num_blocks - 1,
+      ec.kv_cache.block_size, ec.kv_cache.enable_prefix_caching ? ", prefix caching" : "",
       hc.api_key.empty() ? "" : ", API key required");
   std::fflush(stdout);
 
   std::thread serving([&] { http.serve(); });
   const int sig = server::wait_for_termination_signal();
-  std::printf("vtllm serve: signal %d, draining %d requests\n", sig, service.in_flight());
+  const double limit_s = double(shutdown_timeout.count()) / 1000;
+  std::printf(
+      "vtllm serve: signal %d, draining %d requests (at most %g s; a second signal exits now)\n",
+      sig, service.in_flight(), limit_s);
   std::fflush(stdout);
-  http.shutdown(std::chrono::seconds(60));
+  std::atomic<bool> drained{false};
+  int cut = 0;
+  std::thread drainer([&] {
+    cut = http.shutdown(shutdown_timeout);
+    drained = true;
+  });
+  while (!drained) {
+    const int again = server::wait_for_termination_signal(std::chrono::milliseconds(100));
+    if (again == 0) continue;
+    std::printf("vtllm serve: signal %d again, exiting now with %d requests in flight\n", again,
+                service.in_flight());
+    std::fflush(stdout);
+    std::_Exit(128 + again);
+  }
+  drainer.join();
   serving.join();
+  if (cut > 0) {
+    std::printf(
+        "vtllm serve: the drain limit (--shutdown-timeout %g s) ended %d requests still "
+        "running; their clients got a shutting_down error\n",
+        limit_s, cut);
+  }
   std::printf("vtllm serve: stopped\n");
   return 0;
 }

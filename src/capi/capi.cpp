@@ -163,28 +163,17 @@ int run_request(vtllm_engine* e, Call call, const char* request_json, char** res
           ApiError::bad_request("", "a required argument is NULL", "null_argument"));
     }
     Prepared p = prepare(call, request_json);
-    std::unique_ptr<vtllm::server::Generation> gen;  // outlives `reg`: vtllm_abort may use it
+    std::shared_ptr<vtllm::server::Generation> gen;  // outlives `reg`: vtllm_abort may use it
     Registration reg(*e, std::move(p.id));
     vtllm::server::OpenAiService::Started s =
         p.chat ? e->service->chat_completions(p.body) : e->service->completions(p.body);
-    gen = std::move(s.stream);
-    if (!gen) {
-      if (s.reply.status != 200)
-        return fail(code_of_status(s.reply.status), std::move(s.reply.body));
-      if (!response_json)  // a whole reply where a stream was asked for: not expected
-        return fail_request(VTLLM_ERR_INTERNAL, ApiError::internal("the request did not stream"));
-      *response_json = copy_out(s.reply.body);
-      return VTLLM_OK;
-    }
+    gen = std::move(s.gen);
+    if (!gen) return fail(code_of_status(s.reply.status), std::move(s.reply.body));  // refused
     reg.started(gen.get());
     if (!gen->streaming()) {
-      std::string body;
-      try {
-        body = gen->run_to_end();
-      } catch (const ApiError& err) {
-        return fail_request(code_of_status(err.status()), err);
-      }
-      *response_json = copy_out(body);
+      vtllm::server::HttpReply r = e->service->finish(*gen);
+      if (r.status != 200) return fail(code_of_status(r.status), std::move(r.body));
+      *response_json = copy_out(r.body);
       return VTLLM_OK;
     }
     bool saw_error = false;
@@ -192,7 +181,7 @@ int run_request(vtllm_engine* e, Call call, const char* request_json, char** res
     for (bool more = true; more;) {
       frames.clear();
       more = gen->next_frames(frames);
-      if (!deliver(frames, cb, user, saw_error)) break;  // the Generation's end aborts it
+      if (!deliver(frames, cb, user, saw_error)) break;  // destroying `gen` aborts it
     }
     return saw_error ? VTLLM_ERR_INTERNAL : VTLLM_OK;
   } catch (const ApiError& err) {
@@ -241,7 +230,6 @@ int vtllm_engine_create(const char* model_dir, const char* options_json, vtllm_e
     sc.model_name = opts.served_model_name;
     sc.model_root = model_dir;
     sc.max_model_len = parts.engine.scheduler.max_model_len;
-    sc.defer_whole_replies = true;  // so vtllm_abort reaches a non-streaming request
     vtllm::server::ChatRenderer render;
     if (parts.chat_template) {
       const vtllm::ChatTemplate* t = &*parts.chat_template;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "vt/memory.h"
 #include "vt/ops/embedding.h"
 
 namespace vtllm::engine {
@@ -26,7 +27,7 @@ int32_t graph_size_for(const std::vector<int32_t>& sizes, int64_t batch) {
 // One captured decode step: the graph and the logits [size, vocab] it writes.
 struct DecodeGraphs::Graph {
   int32_t size = 0;
-  vt::cuda::GraphExecPtr exec;
+  vt::cuda::GraphExecPtr exec;  // the type vt::Stream::end_capture returns
   vt::Tensor logits;  // held: its graph-pool block must not serve another graph
   int64_t kernel_nodes = 0;
 };
@@ -52,7 +53,7 @@ DecodeGraphs::~DecodeGraphs() {
     stream_.synchronize();
     graphs_.clear();
     inputs_ = vt::Tensor();
-    vt::cuda::release_graph_pool(stream_.device().index);
+    vt::release_graph_pool(stream_.device());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vtllm: releasing CUDA graphs failed: %s\n", e.what());
   }

@@ -35,7 +35,9 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config)
 
 PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
   PrefixHit hit;
-  if (!prefix_caching_ || request.num_computed_tokens > 0) return hit;
+  // A request asking for prompt logprobs computes its whole prompt (as vLLM).
+  if (!prefix_caching_ || request.num_computed_tokens > 0 || request.params.prompt_logprobs)
+    return hit;
   const int bs = block_size();
   std::vector<BlockHash> hashes;
   extend_block_hashes(request.all_token_ids, bs, request.extra_keys, request.cache_salt, hashes);

@@ -74,7 +74,8 @@ class KvCacheManager {
   bool prefix_caching() const { return prefix_caching_; }
   bool hybrid() const { return states_.has_value(); }
 
-  // The longest usable prefix hit for a request with no computed tokens yet.
+  // The longest usable prefix hit for a request with no computed tokens yet; none for a
+  // request with params.prompt_logprobs (vLLM skips the lookup for those).
   // Takes no reference: pass the result to allocate_slots in the same step.
   PrefixHit get_computed_blocks(const Request& request);
 

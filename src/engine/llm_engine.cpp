@@ -36,6 +36,8 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     SamplingParams child = params;
     child.n = 1;
     if (params.seed) child.seed = *params.seed + static_cast<uint64_t>(i);
+    if (i > 0)
+      child.prompt_logprobs.reset();  // sample 0 reports them; the others may hit the cache
     const std::string internal = params.n == 1 ? id : str_cat(id, "#", i);
     auto r = std::make_unique<Request>(internal, prompt, std::move(child), priority);
     r->eos_token_ids = config_.eos_token_ids;
@@ -47,6 +49,10 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     t.parent = id;
     t.index = static_cast<int>(i);
     t.include_stop = params.include_stop_str_in_output;
+    if (i == 0 && params.prompt_logprobs)
+      t.prompt_logprobs.emplace_back();  // token 0: none
+    else
+      t.prompt_logprobs_sent = true;
     if (tokenizer_)
       t.detok.emplace(*tokenizer_, params.skip_special_tokens, reqs[i]->prompt_token_ids);
     if (!params.stop.empty()) t.stops.emplace(params.stop, params.include_stop_str_in_output);
@@ -116,8 +122,19 @@ std::vector<EngineOutput> LlmEngine::step() {
   }
   // One sampling path: vt::sample where the logits are (on CUDA only ids and logprobs
   // cross to the host), with the uniforms the host Sampler would draw.
-  std::vector<SampleResult> samples = Sampler::results(
-      executor_->execute(fb, sampler_.device_batch(rows, vocab)), rows);
+  StepOutput step = executor_->execute(fb, sampler_.device_batch(rows, vocab));
+  std::vector<SampleResult> samples = Sampler::results(step.samples, rows);
+  VT_CHECK(step.prompt_logprobs.size() == fb.prompt_logprob_rows.size(),
+           "engine: ", step.prompt_logprobs.size(), " prompt logprobs for ",
+           fb.prompt_logprob_rows.size(), " rows");
+  for (size_t k = 0; k < fb.prompt_logprob_rows.size(); ++k) {
+    const PromptLogprobRow& row = fb.prompt_logprob_rows[k];
+    auto it = tracked_.find(out.requests[row.request].request->id);
+    VT_CHECK(it != tracked_.end(), "engine: prompt logprobs for an untracked request");
+    Tracked& t = it->second;
+    if (!t.prompt_logprobs_sent && int64_t(t.prompt_logprobs.size()) == row.position + 1)
+      t.prompt_logprobs.emplace_back(std::move(step.prompt_logprobs[k]));
+  }
   SampledTokens sampled;
   sampled.tokens.resize(out.requests.size());
   std::vector<int> sample_of(out.requests.size(), -1);
@@ -135,6 +152,14 @@ std::vector<EngineOutput> LlmEngine::step() {
     if (k >= 0 && out.requests[o.index].request->params.logprobs && !o.new_token_ids.empty())
       lps.push_back(std::move(samples[k]));
     EngineOutput e = make_output(o, it->second, std::move(lps));
+    Tracked& t = it->second;
+    if (!t.prompt_logprobs_sent) {
+      VT_CHECK(int64_t(t.prompt_logprobs.size()) == o.num_prompt_tokens, "engine: request '", o.id,
+               "' has ", t.prompt_logprobs.size(), " prompt logprobs for ", o.num_prompt_tokens,
+               " prompt tokens");
+      e.prompt_logprobs = std::move(t.prompt_logprobs);
+      t.prompt_logprobs_sent = true;
+    }
     if (e.finished) {
       auto& siblings = children_.at(e.request_id);
       std::erase(siblings, o.id);

@@ -39,6 +39,10 @@ struct EngineOutput {
   std::vector<int32_t> new_token_ids;
   std::string new_text;    // with a detokenizer only
   std::vector<SampleResult> logprobs;  // one per new token when params.logprobs is set
+  // params.prompt_logprobs (vLLM's): one entry per prompt token, the first empty, entry
+  // i the raw logprob of prompt token i given tokens 0..i-1 (its rank, the top-N). In
+  // the request's first output only; with n > 1 in sample 0's only.
+  std::vector<std::optional<SampleResult>> prompt_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<int32_t> stop_token;
@@ -75,6 +79,11 @@ class LlmEngine {
     std::optional<text::IncrementalDetokenizer> detok;
     std::optional<text::StopStringMatcher> stops;
     bool include_stop = false;  // include_stop_str_in_output
+    // Prompt logprobs gathered so far (entry 0 empty; entries come in position order,
+    // chunk by chunk; recomputed positions after a preemption are not added twice),
+    // handed out in the first output.
+    std::vector<std::optional<SampleResult>> prompt_logprobs;
+    bool prompt_logprobs_sent = false;
   };
 
   EngineOutput make_output(const RequestOutput& o, Tracked& t, std::vector<SampleResult> lps);

@@ -8,13 +8,23 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
+#include "engine/sampler.h"
 #include "engine/step_plan.h"
 #include "vt/ops/sampling.h"
 #include "vt/stream.h"
 
 namespace vtllm::engine {
+
+// What one step gives back: the samples of plan.logits_indices (vt::sample's output)
+// and, for each plan.prompt_logprob_rows entry in order, its prompt logprob (token: the
+// row's target; logprob, rank and top_logprobs as a sampled token's raw logprobs).
+struct StepOutput {
+  vt::SampleOutput samples;
+  std::vector<SampleResult> prompt_logprobs;
+};
 
 class ModelExecutor {
  public:
@@ -25,17 +35,19 @@ class ModelExecutor {
   // Runs one step: writes the KV (and GDN state) of every token of `plan` into the
   // cache, then samples the logits row of each plan.logits_indices entry with the
   // matching row of `sampling` (vt::sample, where the logits are): only the tokens
-  // and logprobs come back. A plan without logits rows returns an empty output.
-  virtual vt::SampleOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) = 0;
+  // and logprobs come back. A plan without logits rows gives empty samples. The
+  // prompt logprobs of plan.prompt_logprob_rows come back too.
+  virtual StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) = 0;
 };
 
 // An executor whose model computes its logits on the host (rows x vocab floats,
-// row-major): execute() samples them with vt::sample on a one-thread CPU stream.
+// row-major): execute() samples them with vt::sample on a one-thread CPU stream. It
+// computes no prompt logprobs: a plan with prompt_logprob_rows is refused.
 class HostLogitsExecutor : public ModelExecutor {
  public:
   // The logits of plan.logits_indices, after writing the step's cache entries.
   virtual std::vector<float> logits(const StepPlan& plan) = 0;
-  vt::SampleOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) final;
+  StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) final;
 
  private:
   std::unique_ptr<vt::Stream> stream_;
@@ -43,5 +55,12 @@ class HostLogitsExecutor : public ModelExecutor {
 
 // vt::sample's output for a step without logits rows.
 vt::SampleOutput empty_sample_output();
+
+// The prompt logprobs of `rows` from their f32 logits (rows.size() x vocab, row-major,
+// row k for rows[k]), in double: log_softmax(row)[target] rounded to float, its rank
+// (the number of tokens whose logit is >= the target's, as vLLM counts) and the top_n
+// tokens by logit (equal logits: lower id first). Throws on a target outside the vocab.
+std::vector<SampleResult> prompt_logprobs_from_logits(std::span<const float> logits, int64_t vocab,
+                                                      std::span<const PromptLogprobRow> rows);
 
 }  // namespace vtllm::engine

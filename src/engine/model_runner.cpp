@@ -105,8 +105,11 @@ std::unique_ptr<ModelRunner> ModelRunner::load_sized(const io::ModelConfig& conf
 
 int64_t ModelRunner::vocab_size() const { return model_->vocab_size(); }
 
-vt::Tensor ModelRunner::run(const StepPlan& plan) {
-  if (graphs_ && graphs_->takes(plan)) {
+vt::Tensor ModelRunner::run(const StepPlan& plan, std::vector<SampleResult>* prompt) {
+  const bool prompt_rows = !plan.prompt_logprob_rows.empty();
+  VT_CHECK(!prompt_rows || prompt, "model runner: ", plan.prompt_logprob_rows.size(),
+           " prompt logprob rows and nowhere to put them");
+  if (graphs_ && !prompt_rows && graphs_->takes(plan)) {
     std::optional<vt::Tensor> logits =
         graphs_->run(plan, [&] { copy_states(plan.state_copies_before); });
     if (logits) {
@@ -117,6 +120,19 @@ vt::Tensor ModelRunner::run(const StepPlan& plan) {
   copy_states(plan.state_copies_before);
   const vt::Tensor hidden = model_->forward(*stream_, plan, *cache_);
   copy_states(plan.state_copies_after);
+  if (prompt_rows) {
+    std::vector<int32_t> rows;
+    for (const PromptLogprobRow& r : plan.prompt_logprob_rows) rows.push_back(r.index);
+    const vt::Tensor pl = model_->compute_logits(*stream_, hidden, rows);
+    // bf16 -> f32 is exact; widen on the device, then one copy (to_device synchronizes).
+    const vt::Tensor host =
+        vt::to_device(*stream_, vt::to_dtype(*stream_, pl, vt::DType::kF32), vt::Device::cpu());
+    VT_CHECK(host.numel() == int64_t(rows.size()) * vocab_size(), "model runner: ", host.numel(),
+             " prompt logits for ", rows.size(), " rows of ", vocab_size());
+    *prompt = prompt_logprobs_from_logits(
+        std::span<const float>(host.data<float>(), size_t(host.numel())), vocab_size(),
+        plan.prompt_logprob_rows);
+  }
   if (plan.logits_indices.empty()) return {};
   vt::Tensor logits = model_->compute_logits(*stream_, hidden, plan.logits_indices);
   const int64_t rows = static_cast<int64_t>(plan.logits_indices.size());
@@ -126,15 +142,18 @@ vt::Tensor ModelRunner::run(const StepPlan& plan) {
   return logits;
 }
 
-vt::SampleOutput ModelRunner::execute(const StepPlan& plan, const vt::SampleBatch& sampling) {
-  const vt::Tensor logits = run(plan);
+StepOutput ModelRunner::execute(const StepPlan& plan, const vt::SampleBatch& sampling) {
+  StepOutput out;
+  const vt::Tensor logits = run(plan, &out.prompt_logprobs);
   if (!logits.defined()) {
     stream_->synchronize();  // the step's cache writes are done when execute returns
     VT_CHECK(sampling.rows.empty(), "model runner: ", sampling.rows.size(),
              " rows to sample and no logits");
-    return empty_sample_output();
+    out.samples = empty_sample_output();
+    return out;
   }
-  return vt::sample(*stream_, logits, sampling);  // waits for the stream
+  out.samples = vt::sample(*stream_, logits, sampling);  // waits for the stream
+  return out;
 }
 
 std::vector<float> ModelRunner::execute_logits(const StepPlan& plan) {

@@ -6,7 +6,9 @@
 // the model's dtype) and, on CUDA, the decode graphs (engine/decode_graphs.h). A step
 // hands the StepPlan to the model as its ForwardBatch, makes the plan's GDN state
 // copies around the forward pass and samples the wanted rows where the logits are
-// (vt::sample): on CUDA the logits never cross to the host. It decides no policy and
+// (vt::sample): on CUDA the logits never cross to the host, except the rows of prompt
+// logprobs (plan.prompt_logprob_rows: their logits, widened to f32, come back for
+// prompt_logprobs_from_logits; such a step runs without graphs). It decides no policy and
 // knows no model by name. Not thread-safe: the engine thread owns it.
 #pragma once
 
@@ -54,7 +56,7 @@ class ModelRunner final : public ModelExecutor {
                                                      std::nullopt);
 
   int64_t vocab_size() const override;
-  vt::SampleOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) override;
+  StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) override;
   // The step's logits of plan.logits_indices as f32 on the host (bf16 on CUDA, widened
   // exactly), rows x vocab row-major: for tests and benchmarks.
   std::vector<float> execute_logits(const StepPlan& plan);
@@ -76,8 +78,8 @@ class ModelRunner final : public ModelExecutor {
  private:
   void copy_states(const std::vector<StateCopy>& copies);
   // The forward pass of the plan and the device logits of plan.logits_indices
-  // (undefined if none).
-  vt::Tensor run(const StepPlan& plan);
+  // (undefined if none); with `prompt`, the prompt logprobs of plan.prompt_logprob_rows.
+  vt::Tensor run(const StepPlan& plan, std::vector<SampleResult>* prompt = nullptr);
 
   std::unique_ptr<vt::Stream> stream_;
   std::unique_ptr<models::Model> model_;

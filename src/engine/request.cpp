@@ -85,6 +85,14 @@ void SamplingParams::validate(int64_t vocab_size) const {
     VT_THROW("sampling params: logprobs = ", *logprobs, " exceeds the vocabulary size ", vocab_size);
   if (logprobs && *logprobs > vt::kMaxDeviceLogprobs)
     VT_THROW("sampling params: logprobs = ", *logprobs, ", at most ", vt::kMaxDeviceLogprobs);
+  if (prompt_logprobs && *prompt_logprobs < 0)
+    VT_THROW("sampling params: prompt_logprobs = ", *prompt_logprobs, ", expected >= 0");
+  if (prompt_logprobs && *prompt_logprobs > vocab_size)
+    VT_THROW("sampling params: prompt_logprobs = ", *prompt_logprobs,
+             " exceeds the vocabulary size ", vocab_size);
+  if (prompt_logprobs && *prompt_logprobs > vt::kMaxDeviceLogprobs)
+    VT_THROW("sampling params: prompt_logprobs = ", *prompt_logprobs, ", at most ",
+             vt::kMaxDeviceLogprobs);
   for (const auto& [id, bias] : logit_bias) {
     check_token("logit_bias", id, vocab_size);
     if (!std::isfinite(bias))

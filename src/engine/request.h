@@ -45,6 +45,10 @@ struct SamplingParams {
   std::vector<std::string> stop;    // stop strings, matched on detokenized output
   bool include_stop_str_in_output = false;
   std::optional<int> logprobs;      // top-N raw logprobs per output token
+  // vLLM's prompt_logprobs: for every prompt token after the first, its raw logprob given
+  // the tokens before it, its rank and the top-N of that distribution. A request that
+  // asks skips the prefix cache (vLLM does), so every prompt position is computed.
+  std::optional<int> prompt_logprobs;
   bool skip_special_tokens = true;  // the detokenized text leaves out special tokens
 
   static constexpr float kGreedyEpsilon = 1e-5f;

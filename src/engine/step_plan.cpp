@@ -29,6 +29,13 @@ StepPlan build_step_plan(const SchedulerOutput& output, int block_size) {
              end, " of ", r.num_tokens());
     VT_CHECK(static_cast<int64_t>(s.block_ids.size()) * block_size >= end, "forward batch: request '",
              r.id, "' has ", s.block_ids.size(), " blocks for ", end, " tokens");
+    const int32_t first_row = static_cast<int32_t>(fb.token_ids.size());
+    if (r.params.prompt_logprobs) {
+      for (int64_t pos = begin; pos < std::min(end, r.num_prompt_tokens() - 1); ++pos)
+        fb.prompt_logprob_rows.push_back({static_cast<int32_t>(first_row + pos - begin),
+                                          static_cast<int32_t>(b), pos, r.all_token_ids[pos + 1],
+                                          *r.params.prompt_logprobs});
+    }
     for (int64_t pos = begin; pos < end; ++pos) {
       fb.token_ids.push_back(r.all_token_ids[pos]);
       fb.positions.push_back(pos);

@@ -19,10 +19,22 @@
 
 namespace vtllm::engine {
 
+// A prompt position whose next-token distribution a request wants (prompt_logprobs).
+struct PromptLogprobRow {
+  int32_t index = 0;     // row of token_ids (the flattened step) holding the position
+  int32_t request = 0;   // the request (index into the batch)
+  int64_t position = 0;  // its position in the request; it predicts prompt token position + 1
+  int32_t target = 0;    // that prompt token
+  int32_t top_n = 0;     // how many top tokens to return besides the target
+};
+
 struct StepPlan : models::ForwardBatch {
   // The request (index into the batch) of each logits_indices row: the last token of
   // each request whose step reaches its end.
   std::vector<int32_t> logits_requests;
+  // The step's prompt positions of requests with params.prompt_logprobs: every scheduled
+  // position before the prompt's last (each chunk of a chunked prefill gives its own).
+  std::vector<PromptLogprobRow> prompt_logprob_rows;
   // Hybrid prefix caching: copy GDN state src -> dst for every pair, all of
   // `before` ahead of the forward pass and all of `after` once it is done.
   std::vector<StateCopy> state_copies_before;

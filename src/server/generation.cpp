@@ -28,16 +28,35 @@ const char* finish_name(engine::FinishReason r) {
 
 }  // namespace
 
+void GenerationRegistry::add(Generation* g) {
+  std::lock_guard lock(mu_);
+  live_.insert(g);
+}
+
+void GenerationRegistry::remove(Generation* g) {
+  std::lock_guard lock(mu_);
+  live_.erase(g);
+}
+
+int GenerationRegistry::cancel_all(const ApiError& why) {
+  std::lock_guard lock(mu_);
+  for (Generation* g : live_) g->cancel(why);
+  return int(live_.size());
+}
+
 Generation::Generation(engine::AsyncEngine& engine, const text::Tokenizer& tokenizer,
-                       ServerMetrics& metrics, GenerationSpec spec, std::shared_ptr<void> guard)
+                       ServerMetrics& metrics, GenerationSpec spec, std::shared_ptr<void> guard,
+                       GenerationRegistry* registry)
     : engine_(engine),
       tokenizer_(tokenizer),
       metrics_(metrics),
       spec_(std::move(spec)),
       guard_(std::move(guard)),
+      registry_(registry),
       arrival_(std::chrono::steady_clock::now()),
       stream_done_(spec_.prompts.size(), false),
       cached_tokens_(spec_.prompts.size(), 0),
+      samples_finished_(spec_.prompts.size(), 0),
       choices_(spec_.prompts.size() * size_t(spec_.params.n)) {
   for (size_t p = 0; p < spec_.prompts.size(); ++p) {
     std::string id = spec_.prompts.size() == 1 ? spec_.header.id : str_cat(spec_.header.id, "-", p);
@@ -51,17 +70,32 @@ Generation::Generation(engine::AsyncEngine& engine, const text::Tokenizer& token
     engine_ids_.push_back(std::move(id));
     metrics_.prompt_tokens.inc(double(prompt_len));
   }
+  if (registry_) registry_->add(this);
 }
 
 Generation::~Generation() {
+  if (registry_) registry_->remove(this);
   for (size_t p = 0; p < streams_.size(); ++p) {
-    if (!stream_done_[p]) engine_.abort(engine_ids_[p]);
+    if (stream_done_[p]) continue;
+    engine_.abort(engine_ids_[p]);
+    // Nobody reads the abort's output now: count it here.
+    if (samples_finished_[p] < spec_.params.n) metrics_.finished_abort.inc();
   }
 }
 
-void Generation::cancel() {
-  // engine_ids_ is fixed once the constructor returns, and AsyncEngine::abort is thread-safe.
+void Generation::cancel(std::optional<ApiError> why) {
+  {
+    std::lock_guard lock(cancel_mu_);
+    if (cancelled_) return;
+    cancelled_ = true;
+    cancel_why_ = std::move(why);
+  }
   for (const std::string& id : engine_ids_) engine_.abort(id);
+}
+
+std::optional<ApiError> Generation::cancel_reason() const {
+  std::lock_guard lock(cancel_mu_);
+  return cancel_why_;
 }
 
 std::string Generation::token_text(int32_t id) const {
@@ -105,7 +139,12 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
     delta.logprobs.push_back(std::move(t));
   }
   if (o.finished) {
+    ++samples_finished_[p];
     delta.finish_reason = finish_name(o.finish_reason);
+    delta.stop_token = o.stop_token;
+    delta.stop_string = o.stop_string;
+    s.stop_token = o.stop_token;
+    s.stop_string = o.stop_string;
     metrics_.e2e_request_latency.observe(seconds(now - arrival_));
     switch (o.finish_reason) {
       case engine::FinishReason::kStop:
@@ -115,6 +154,7 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
         metrics_.finished_length.inc();
         break;
       default:
+        saw_abort_ = true;
         metrics_.finished_abort.inc();
         break;
     }
@@ -164,6 +204,9 @@ bool Generation::next_frames(std::string& out) {
                                 : completion_chunk(spec_.header, delta, with_usage));
     return true;
   }
+  // A cancel that came after the request ended on its own changes nothing.
+  if (std::optional<ApiError> why = cancel_reason(); why && saw_abort_)
+    out += sse_event(error_body(*why));
   if (with_usage) out += sse_event(usage_chunk(spec_.header, spec_.chat, usage()));
   out += kSseDone;
   finished_ = true;
@@ -176,6 +219,8 @@ std::string Generation::run_to_end() {
     stream_done_[p] = true;
     if (std::optional<std::string> err = streams_[p]->error()) throw ApiError::internal(*err);
   }
+  finished_ = true;
+  if (std::optional<ApiError> why = cancel_reason(); why && saw_abort_) throw *why;
   std::vector<Choice> choices;
   for (size_t i = 0; i < choices_.size(); ++i) {
     Choice c;
@@ -184,9 +229,10 @@ std::string Generation::run_to_end() {
     c.finish_reason = choices_[i].finish_reason;
     c.has_logprobs = spec_.params.logprobs.has_value();
     c.logprobs = choices_[i].logprobs;
+    c.stop_token = choices_[i].stop_token;
+    c.stop_string = choices_[i].stop_string;
     choices.push_back(std::move(c));
   }
-  finished_ = true;
   return spec_.chat ? chat_completion_response(spec_.header, choices, usage())
                     : completion_response(spec_.header, choices, usage());
 }

@@ -3,18 +3,24 @@
 // the choices they build (choice index = prompt * n + sample), the metrics they
 // feed, and the response, whole or as server-sent events.
 //
-// Destroying a Generation before it finished (the client went away) aborts its
-// engine requests; the engine frees their blocks at its next step. One thread
-// uses a Generation at a time; cancel() may come from any thread meanwhile.
+// cancel() (a client that went away, the drain's deadline) or destroying a
+// Generation before it finished aborts its engine requests; the engine frees
+// their blocks at its next step, and each aborted request counts once in the
+// abort counter. One thread at a time uses a Generation; cancel() may come from
+// any thread meanwhile.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/async_engine.h"
+#include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/response.h"
 #include "text/tokenizer.h"
@@ -31,13 +37,31 @@ struct GenerationSpec {
   bool include_usage = false;
 };
 
+class Generation;
+
+// The Generations alive, so a drain can end those still running at its deadline.
+// Thread-safe.
+class GenerationRegistry {
+ public:
+  void add(Generation* g);
+  void remove(Generation* g);
+  // cancel(why) on every Generation alive; returns how many there were.
+  int cancel_all(const ApiError& why);
+
+ private:
+  std::mutex mu_;
+  std::unordered_set<Generation*> live_;
+};
+
 class Generation {
  public:
   // Submits every prompt. Throws vtllm::Error when the engine refuses one (the
   // ones already submitted are aborted). `guard` is released on destruction
-  // (the server counts requests in flight with it).
+  // (the server counts requests in flight with it). `registry`, when given,
+  // holds this Generation while it lives and must outlive it.
   Generation(engine::AsyncEngine& engine, const text::Tokenizer& tokenizer, ServerMetrics& metrics,
-             GenerationSpec spec, std::shared_ptr<void> guard = nullptr);
+             GenerationSpec spec, std::shared_ptr<void> guard = nullptr,
+             GenerationRegistry* registry = nullptr);
   ~Generation();
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
@@ -46,12 +70,14 @@ class Generation {
   // `out`; returns false once the last frames ("data: [DONE]") were appended.
   bool next_frames(std::string& out);
   // Whole response: waits for every choice to finish and returns the JSON body.
-  // Throws ApiError 500 when the engine failed the request.
+  // Throws ApiError 500 when the engine failed the request, and `why` when
+  // cancel(why) ended it.
   std::string run_to_end();
-  // Aborts its engine requests: each ends at the engine's next step with
-  // finish_reason "abort", and next_frames() / run_to_end() return soon after.
-  // Thread-safe.
-  void cancel();
+  // Ends the request at the engine's next step; next_frames() and run_to_end()
+  // return soon after. `why` is what the client is told: an SSE error event
+  // before [DONE], or the error run_to_end() throws; none for a client that left.
+  // Thread-safe; later calls after the first do nothing.
+  void cancel(std::optional<ApiError> why = std::nullopt);
   // Whether the request asked for a stream.
   bool streaming() const { return spec_.stream; }
 
@@ -60,6 +86,8 @@ class Generation {
     std::string text;
     std::vector<TokenLogprob> logprobs;
     std::string finish_reason;
+    std::optional<int32_t> stop_token;  // what ended it (stop_reason)
+    std::string stop_string;
     size_t text_sent = 0;  // bytes streamed so far (completions' text_offset)
     int64_t num_tokens = 0;
     std::chrono::steady_clock::time_point last_token;
@@ -71,20 +99,29 @@ class Generation {
   std::string token_text(int32_t id) const;
   Usage usage() const;
 
+  // The error cancel() was given, if any.
+  std::optional<ApiError> cancel_reason() const;
+
   engine::AsyncEngine& engine_;
   const text::Tokenizer& tokenizer_;
   ServerMetrics& metrics_;
   GenerationSpec spec_;
   std::shared_ptr<void> guard_;
+  GenerationRegistry* registry_;
+  mutable std::mutex cancel_mu_;
+  bool cancelled_ = false;
+  std::optional<ApiError> cancel_why_;
   std::chrono::steady_clock::time_point arrival_;
   std::vector<std::string> engine_ids_;
   std::vector<std::shared_ptr<engine::RequestStream>> streams_;
   std::vector<bool> stream_done_;
   std::vector<int64_t> cached_tokens_;
+  std::vector<int> samples_finished_;  // per prompt: samples whose last output came
   std::vector<ChoiceState> choices_;
   size_t current_ = 0;  // the prompt being streamed
   bool roles_sent_ = false;
   bool finished_ = false;
+  bool saw_abort_ = false;  // an engine request ended as aborted
   int64_t completion_tokens_ = 0;
 };
 

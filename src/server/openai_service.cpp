@@ -165,8 +165,10 @@ std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r) 
     if (!m.name.empty()) jm["name"] = m.name;
     messages.push_back(std::move(jm));
   }
-  const json req = {{"messages", std::move(messages)},
-                    {"add_generation_prompt", r.add_generation_prompt}};
+  json req = {{"messages", std::move(messages)},
+              {"add_generation_prompt", r.add_generation_prompt}};
+  if (!r.chat_template_kwargs.empty())
+    req["chat_template_kwargs"] = json::parse(r.chat_template_kwargs);
   std::string text;
   try {
     text = chat_(req.dump());
@@ -224,6 +226,12 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
         spec.prompts.push_back(std::move(ids));
       }
     }
+    if (const std::optional<int64_t> keep = gen.truncate_prompt_tokens) {
+      // vLLM keeps the end of the prompt; -1 means the model's whole context.
+      const size_t k = size_t(*keep == -1 ? config_.max_model_len : *keep);
+      for (auto& p : spec.prompts)
+        if (p.size() > k) p.erase(p.begin(), p.end() - ptrdiff_t(k));
+    }
     int64_t longest = 0;
     for (const auto& p : spec.prompts) {
       if (p.empty())
@@ -239,21 +247,28 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
                                  int64_t(std::time(nullptr)), config_.model_name};
     spec.stream = gen.stream;
     spec.include_usage = gen.stream_options.include_usage;
-    std::unique_ptr<Generation> g;
+    std::shared_ptr<Generation> g;
     try {
-      g = std::make_unique<Generation>(engine_, tokenizer_, metrics_, std::move(spec),
-                                       std::move(guard));
+      g = std::make_shared<Generation>(engine_, tokenizer_, metrics_, std::move(spec),
+                                       std::move(guard), &registry_);
     } catch (const ApiError&) {
       throw;
     } catch (const vtllm::Error& e) {
       // The engine refused the params or prompt: the client's fault.
       throw ApiError::bad_request("", e.what());
     }
-    if (gen.stream) return Started{HttpReply{200, "text/event-stream", ""}, std::move(g)};
-    if (config_.defer_whole_replies) return Started{HttpReply{}, std::move(g)};
-    return Started{HttpReply{200, "application/json", g->run_to_end()}, nullptr};
+    return Started{HttpReply{200, gen.stream ? "text/event-stream" : "application/json", ""},
+                   std::move(g)};
   } catch (const ApiError& e) {
     return Started{error_reply(e), nullptr};
+  }
+}
+
+HttpReply OpenAiService::finish(Generation& gen) const {
+  try {
+    return HttpReply{200, "application/json", gen.run_to_end()};
+  } catch (const ApiError& e) {
+    return error_reply(e);
   }
 }
 

@@ -28,10 +28,6 @@ struct ServiceConfig {
   int64_t max_model_len = 4096;
   // Generation requests in flight (streaming or not) beyond which new ones get 503.
   int max_pending_requests = 1024;
-  // completions() and chat_completions() return a non-streaming request started but
-  // not run (Started::stream set, streaming() false): the caller runs run_to_end()
-  // itself and may cancel() it meanwhile (the C API's vtllm_abort).
-  bool defer_whole_replies = false;
 };
 
 struct HttpReply {
@@ -57,17 +53,24 @@ class OpenAiService {
   HttpReply tokenize(std::string_view body) const;
   HttpReply detokenize(std::string_view body) const;
 
-  // A generation route's answer: a whole reply, or (`stream` set) a started
-  // Generation whose SSE frames the caller sends.
+  // A generation route's answer: an error reply, or (`gen` set) the request
+  // running in the engine. The caller then either sends gen's SSE frames
+  // (gen->streaming()) or calls finish(*gen) for the whole reply; it may
+  // gen->cancel() from another thread meanwhile (the client went away).
   struct Started {
     HttpReply reply;
-    std::unique_ptr<Generation> stream;
+    std::shared_ptr<Generation> gen;
   };
   Started completions(std::string_view body);
   Started chat_completions(std::string_view body);
+  // Waits for a non-streaming generation to end; its reply, or the error reply.
+  HttpReply finish(Generation& gen) const;
 
   // From now on generation requests get 503; those in flight continue.
   void begin_shutdown() { shutting_down_ = true; }
+  // Cancels every generation still running with `why` (the drain's deadline);
+  // returns how many there were.
+  int end_in_flight(const ApiError& why) { return registry_.cancel_all(why); }
   // Generation requests in flight (their Generation objects alive).
   int in_flight() const { return in_flight_->load(); }
   const ServiceConfig& config() const { return config_; }
@@ -84,6 +87,7 @@ class OpenAiService {
   const text::Tokenizer& tokenizer_;
   ChatRenderer chat_;
   mutable ServerMetrics metrics_;
+  GenerationRegistry registry_;
   std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_id_{0};

@@ -1,6 +1,7 @@
 #include "server/protocol.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 #include "server/json_body.h"
@@ -95,6 +96,26 @@ void reject_if_present(const JsonFields& f, const char* name, const char* why) {
   if (f.find(name)) throw ApiError::bad_request(name, str_cat("'", name, "' ", why), "unsupported");
 }
 
+// Whether a field asks for something: true, a non-empty string/list/object, a number.
+bool asks_for_something(const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
+  if (v.is_array() || v.is_object()) return !v.empty();
+  return !v.is_null();
+}
+
+// Fields vLLM accepts whose effect needs engine work vtllm does not have yet
+// (a logits mask, prompt logprobs, beam search, guided decoding, ...): a 400
+// naming the field rather than a reply that silently ignores it. Their neutral
+// values (false, [], null) pass.
+void reject_unimplemented(const JsonFields& f, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (const json* v = f.find(name); v && asks_for_something(*v)) {
+      throw ApiError::bad_request(name, str_cat("'", name, "' is not supported"), "unsupported");
+    }
+  }
+}
+
 GenerationRequest parse_common(const JsonFields& f) {
   GenerationRequest g;
   if (auto v = f.opt_string("model")) g.model = *v;
@@ -128,9 +149,25 @@ GenerationRequest parse_common(const JsonFields& f) {
       throw ApiError::bad_request("stream_options",
                                   "'stream_options' is only allowed when 'stream' is true");
     }
-    if (auto u = JsonFields(*v, f.at("stream_options")).opt_bool("include_usage"))
-      g.stream_options.include_usage = *u;
+    const JsonFields so(*v, f.at("stream_options"));
+    if (auto u = so.opt_bool("include_usage")) g.stream_options.include_usage = *u;
+    if (so.opt_bool("continuous_usage_stats").value_or(false)) {
+      throw ApiError::bad_request("stream_options.continuous_usage_stats",
+                                  "'stream_options.continuous_usage_stats' is not supported",
+                                  "unsupported");
+    }
   }
+  if (auto v = f.opt_int("truncate_prompt_tokens", -1, kI64Max)) {
+    if (*v == 0) {
+      throw ApiError::bad_request("truncate_prompt_tokens",
+                                  "'truncate_prompt_tokens' must be -1 or at least 1");
+    }
+    g.truncate_prompt_tokens = *v;
+  }
+  reject_unimplemented(
+      f, {"allowed_token_ids", "bad_words", "prompt_logprobs", "use_beam_search",
+          "return_token_ids", "return_tokens_as_token_ids", "guided_json", "guided_regex",
+          "guided_choice", "guided_grammar", "structured_outputs", "logits_processors"});
   if (auto v = f.opt_string("user")) g.user = *v;
   if (g.max_tokens && g.min_tokens > *g.max_tokens) {
     throw ApiError::bad_request("min_tokens", str_cat("'min_tokens' = ", g.min_tokens,
@@ -281,6 +318,15 @@ ChatCompletionRequest parse_chat_completion_request(std::string_view body) try {
   if (logprobs) r.gen.logprobs = int(top.value_or(0));
   if (auto v = f.opt_bool("add_generation_prompt")) r.add_generation_prompt = *v;
   if (auto v = f.opt_bool("continue_final_message")) r.continue_final_message = *v;
+  if (const json* k = f.find("chat_template_kwargs")) {
+    if (!k->is_object()) {
+      throw ApiError::bad_request("chat_template_kwargs",
+                                  "'chat_template_kwargs' must be an object", "invalid_type");
+    }
+    r.chat_template_kwargs = k->dump();
+  }
+  // Chat's echo (the last message first in the reply) and a per-request template.
+  reject_unimplemented(f, {"echo", "chat_template"});
   if (r.continue_final_message && r.add_generation_prompt) {
     throw ApiError::bad_request(
         "continue_final_message",

@@ -58,6 +58,8 @@ struct GenerationRequest {
   // `top_logprobs: N` with `logprobs: true` (N = 0 there when absent).
   std::optional<int> logprobs;
   std::string user;
+  // Keep only the prompt's last N tokens (-1: the last max_model_len), as vLLM.
+  std::optional<int64_t> truncate_prompt_tokens;
 };
 
 // One prompt of a completion request: text, or token ids.
@@ -83,6 +85,9 @@ struct ChatCompletionRequest {
   std::vector<ChatMessage> messages;  // never empty
   bool add_generation_prompt = true;
   bool continue_final_message = false;
+  // `chat_template_kwargs` as JSON object text (extra template variables such as
+  // enable_thinking); empty when absent.
+  std::string chat_template_kwargs;
 };
 
 // Throw ApiError (400) naming the first field at fault.

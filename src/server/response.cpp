@@ -75,6 +75,12 @@ json head(const ResponseHeader& h, const char* object) {
   return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
 }
 
+json stop_reason(const Choice& c) {
+  if (c.stop_token) return *c.stop_token;
+  if (!c.stop_string.empty()) return c.stop_string;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string completion_response(const ResponseHeader& h, const std::vector<Choice>& choices,
@@ -85,7 +91,8 @@ std::string completion_response(const ResponseHeader& h, const std::vector<Choic
     cs.push_back({{"index", c.index},
                   {"text", c.text},
                   {"logprobs", completion_logprobs(c)},
-                  {"finish_reason", finish(c.finish_reason)}});
+                  {"finish_reason", finish(c.finish_reason)},
+                  {"stop_reason", stop_reason(c)}});
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);
@@ -100,7 +107,8 @@ std::string chat_completion_response(const ResponseHeader& h, const std::vector<
     cs.push_back({{"index", c.index},
                   {"message", {{"role", "assistant"}, {"content", c.text}}},
                   {"logprobs", chat_logprobs(c)},
-                  {"finish_reason", finish(c.finish_reason)}});
+                  {"finish_reason", finish(c.finish_reason)},
+                  {"stop_reason", stop_reason(c)}});
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);
@@ -112,7 +120,8 @@ std::string completion_chunk(const ResponseHeader& h, const Choice& c, bool with
   j["choices"] = json::array({{{"index", c.index},
                                {"text", c.text},
                                {"logprobs", completion_logprobs(c)},
-                               {"finish_reason", finish(c.finish_reason)}}});
+                               {"finish_reason", finish(c.finish_reason)},
+                               {"stop_reason", stop_reason(c)}}});
   if (with_usage) j["usage"] = nullptr;
   return dump(j);
 }
@@ -122,7 +131,8 @@ std::string chat_role_chunk(const ResponseHeader& h, int index, bool with_usage)
   j["choices"] = json::array({{{"index", index},
                                {"delta", {{"role", "assistant"}, {"content", ""}}},
                                {"logprobs", nullptr},
-                               {"finish_reason", nullptr}}});
+                               {"finish_reason", nullptr},
+                               {"stop_reason", nullptr}}});
   if (with_usage) j["usage"] = nullptr;
   return dump(j);
 }
@@ -134,7 +144,8 @@ std::string chat_chunk(const ResponseHeader& h, const Choice& c, bool with_usage
   j["choices"] = json::array({{{"index", c.index},
                                {"delta", std::move(delta)},
                                {"logprobs", chat_logprobs(c)},
-                               {"finish_reason", finish(c.finish_reason)}}});
+                               {"finish_reason", finish(c.finish_reason)},
+                               {"stop_reason", stop_reason(c)}}});
   if (with_usage) j["usage"] = nullptr;
   return dump(j);
 }

@@ -38,6 +38,10 @@ struct Choice {
   // Completions' text_offset counts from here: the length of the text already sent
   // for this choice (plus the echoed prompt).
   size_t text_offset = 0;
+  // vLLM's stop_reason: the stop token id or the stop string that ended the
+  // choice; neither (null): eos, length, still running.
+  std::optional<int32_t> stop_token;
+  std::string stop_string;
 };
 
 struct Usage {

@@ -23,7 +23,7 @@ void reset_peak_in_use(int) { no_cuda("CUDA reset_peak_in_use"); }
 void empty_cache(int) { no_cuda("CUDA empty_cache"); }
 // No StreamState is ever created without CUDA, so there is nothing to delete.
 void StreamStateDeleter::operator()(StreamState*) const noexcept {}
-StreamStatePtr create_stream_state(int) { no_cuda("CUDA stream creation"); }
+StreamStatePtr create_stream_state(int, const KernelConfig*) { no_cuda("CUDA stream creation"); }
 void synchronize(StreamState&) { no_cuda("CUDA synchronize"); }
 void memcpy_async(StreamState&, void*, const void*, size_t) { no_cuda("CUDA memcpy"); }
 void GraphExecDeleter::operator()(GraphExec*) const noexcept {}

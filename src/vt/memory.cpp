@@ -28,4 +28,8 @@ void reset_peak_memory(Device device) {
 
 void empty_cache(Device device) { cuda::empty_cache(cuda_index(device, "empty_cache")); }
 
+void release_graph_pool(Device device) {
+  cuda::release_graph_pool(cuda_index(device, "release_graph_pool"));
+}
+
 }  // namespace vt

@@ -29,5 +29,8 @@ MemoryStats memory_stats(Device device);
 void reset_peak_memory(Device device);
 // Returns the allocator's cached blocks of `device` to the driver.
 void empty_cache(Device device);
+// Frees the free blocks of `device`'s CUDA-graph pool (vt/cuda/api.h), every graph
+// that used them destroyed first.
+void release_graph_pool(Device device);
 
 }  // namespace vt

@@ -8,12 +8,13 @@
 
 namespace vt {
 
-Stream::Stream(Device device, int num_threads) : device_(device) {
+Stream::Stream(Device device, int num_threads, const KernelConfig& kernels)
+    : device_(device), kernels_(kernels) {
   if (device.is_cpu()) {
     if (num_threads <= 0) num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
     pool_ = std::make_unique<ThreadPool>(num_threads);
   } else {
-    cuda_ = cuda::create_stream_state(device.index);
+    cuda_ = cuda::create_stream_state(device.index, &kernels_);
   }
 }
 

@@ -6,6 +6,9 @@
 // handle and its workspace (vt/cuda/stream_state.h, CUDA code only); ops enqueue
 // work and return, synchronize() waits.
 //
+// A stream owns the kernel switches of the ops run on it (vt/kernel_config.h); CUDA op
+// arms read them from the stream at each call.
+//
 // A Stream is not copyable. One thread at a time should issue ops on a stream;
 // parallel_for calls from several threads are serialised.
 #pragma once
@@ -16,6 +19,7 @@
 
 #include "vt/cuda/api.h"
 #include "vt/device.h"
+#include "vt/kernel_config.h"
 
 namespace vt {
 
@@ -24,8 +28,10 @@ class ThreadPool;
 class Stream {
  public:
   // A CPU stream with `num_threads` workers (0: std::thread::hardware_concurrency()),
-  // or a new CUDA stream on `device` (num_threads ignored).
-  explicit Stream(Device device = Device::cpu(), int num_threads = 0);
+  // or a new CUDA stream on `device` (num_threads ignored), running with `kernels`
+  // (by default the environment's, which throws on a bad value: vt/kernel_config.h).
+  explicit Stream(Device device = Device::cpu(), int num_threads = 0,
+                  const KernelConfig& kernels = KernelConfig::from_env());
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -39,6 +45,12 @@ class Stream {
   // done. The first exception thrown by fn is rethrown here. A call from inside
   // fn runs serially. Throws on a CUDA stream.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  // The kernel switches ops on this stream run with. Set between ops, not while one is
+  // being issued from another thread; a graph captured earlier keeps what its capture
+  // chose.
+  const KernelConfig& kernel_config() const { return kernels_; }
+  void set_kernel_config(const KernelConfig& kernels) { kernels_ = kernels; }
 
   // Waits for all work issued on this stream (a no-op on the CPU).
   void synchronize();
@@ -61,6 +73,7 @@ class Stream {
 
  private:
   Device device_;
+  KernelConfig kernels_;  // before cuda_: its StreamState points at it
   std::unique_ptr<ThreadPool> pool_;
   cuda::StreamStatePtr cuda_;
 };

@@ -10,7 +10,9 @@
 #include <string>
 
 #include "model_harness.h"
+#include "io/weight_names.h"
 #include "models/registry.h"
+#include "vt/ops/embedding.h"
 
 namespace vtllm::models {
 namespace {
@@ -109,6 +111,43 @@ TEST_P(ModelConsistency, EqualMropeRowsMatchOneDimPositions) {
     return;
   }
   EXPECT_LE(rel_diff(h.prefill(seq), prefill_logits(ids, 0)), 1e-6);
+}
+
+// Input embeddings for some rows (how a vision tower's features enter) give exactly the
+// forward of the tokens whose embeddings they are; bad rows are refused by name.
+TEST_P(ModelConsistency, InputEmbeddingsReplaceTheirRowsExactly) {
+  const auto ids = random_prompt(24, model_->vocab_size(), 5);
+  auto other = random_prompt(24, model_->vocab_size(), 9);
+  const std::vector<int32_t> rows = {0, 3, 4, 5, 11, 23};  // runs of 1 and 3 rows
+  std::vector<int32_t> replaced = ids, embedded_ids;
+  for (int32_t r : rows) {
+    replaced[size_t(r)] = other[size_t(r)];
+    embedded_ids.push_back(other[size_t(r)]);
+  }
+  // The embedding rows of `embedded_ids`, read from the checkpoint's own table.
+  const io::ModelConfig& c = model_->config();
+  io::Weights w = io::load_model_weights(s_, fixture(GetParam()), c, declare_params(c, true),
+                                         {.language_model_only = true,
+                                          .progress = io::LoadOptions::Progress::kNever});
+  const vt::Tensor& table = w.at(io::language_model_prefix(c) + "embed_tokens.weight");
+  InputEmbeddings e{rows, vt::Tensor::empty({int64_t(rows.size()), c.text.hidden_size},
+                                            model_->dtype())};
+  vt::embedding(s_, table, index_tensor(embedded_ids), e.values);
+
+  Harness h(*model_, s_);
+  Sequence seq(ids);
+  const std::vector<float> with_embeds = h.step({{&seq, int64_t(ids.size())}}, &e)[0];
+  EXPECT_EQ(with_embeds, prefill_logits(replaced, 0));
+  EXPECT_NE(with_embeds, prefill_logits(ids, 0));
+
+  InputEmbeddings bad{{3, 2}, e.values.slice(0, 0, 2)};
+  Harness h2(*model_, s_);
+  Sequence seq2(ids);
+  EXPECT_THROW(h2.step({{&seq2, int64_t(ids.size())}}, &bad), Error);
+  InputEmbeddings past{{23, 24}, e.values.slice(0, 0, 2)};
+  Harness h3(*model_, s_);
+  Sequence seq3(ids);
+  EXPECT_THROW(h3.step({{&seq3, int64_t(ids.size())}}, &past), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelConsistency,

@@ -37,9 +37,11 @@ class Harness {
     for (int64_t i = 0; i < num_slots; ++i) free_slots_.push_back(int32_t(i));
   }
 
-  // One forward over `work`: for each (sequence, n) the next n uncomputed tokens.
+  // One forward over `work`: for each (sequence, n) the next n uncomputed tokens, with
+  // `embeds` (rows of this step's flat token axis) when given.
   // Returns the logits of each sequence's last token of this step, [B][V].
-  std::vector<std::vector<float>> step(const std::vector<std::pair<Sequence*, int64_t>>& work) {
+  std::vector<std::vector<float>> step(const std::vector<std::pair<Sequence*, int64_t>>& work,
+                                       const InputEmbeddings* embeds = nullptr) {
     ForwardBatch b;
     b.block_size = block_size_;
     b.query_start_loc.push_back(0);
@@ -76,7 +78,7 @@ class Harness {
     }
     b.position_rows = rows;
     for (int r = 0; r < rows; ++r) b.positions.insert(b.positions.end(), pos.begin(), pos.end());
-    vt::Tensor hidden = model_.forward(s_, b, cache_);
+    vt::Tensor hidden = model_.forward(s_, b, cache_, embeds);
     vt::Tensor logits = vt::to_device(s_, model_.compute_logits(s_, hidden, b.logits_indices),
                                       vt::Device::cpu());
     vt::Stream cpu(vt::Device::cpu(), 1);

@@ -81,10 +81,10 @@ std::string forced_text(const TestServer& s, int32_t token, int max_tokens,
   auto c = s.client();
   std::string whole;
   for (bool stream : {false, true}) {
-    const std::string body = "{\"prompt\": \"Hi\", \"temperature\": 0, \"max_tokens\": " +
-                             std::to_string(max_tokens) + ", \"logit_bias\": {\"" +
-                             std::to_string(token) + "\": 100}, \"stream\": " +
-                             (stream ? "true" : "false") + extra + "}";
+    const std::string body =
+        "{\"prompt\": \"Hi\", \"temperature\": 0, \"max_tokens\": " + std::to_string(max_tokens) +
+        ", \"logit_bias\": {\"" + std::to_string(token) +
+        "\": 100}, \"stream\": " + (stream ? "true" : "false") + extra + "}";
     auto r = c->Post("/v1/completions", body, "application/json");
     EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
     if (!r || r->status != 200) return "<error>";
@@ -120,8 +120,7 @@ TEST(HttpServer, TheEosTokenIsNotTextUnlessIncluded) {
   TestServer s;  // eos 4098 (<|im_end|>)
   const std::string keep = ", \"skip_special_tokens\": false";
   EXPECT_EQ(forced_text(s, 4098, 5, keep), "");
-  EXPECT_EQ(forced_text(s, 4098, 5, keep + ", \"include_stop_str_in_output\": true"),
-            "<|im_end|>");
+  EXPECT_EQ(forced_text(s, 4098, 5, keep + ", \"include_stop_str_in_output\": true"), "<|im_end|>");
 }
 
 TEST(HttpServer, AnIncompleteCharacterAtTheEndIsRenderedAsDecodeDoes) {
@@ -188,7 +187,7 @@ TEST(HttpServer, ConcurrentStreamsEqualSequentialOnes) {
   auto run = [&](int i) {
     auto r = s.client()->Post("/v1/completions", request(i), "application/json");
     std::string text;
-    if (!r) return str_cat("<failed: ", httplib::to_string(r.error()), ">");
+    if (!r) return std::string("<failed: no response>");
     if (r->status != 200) return str_cat("<failed: ", r->status, " ", r->body, ">");
     for (const std::string& e : sse_payloads(r->body)) {
       if (e != "[DONE]") text += json::parse(e)["choices"][0]["text"].get<std::string>();
@@ -414,6 +413,75 @@ TEST(HttpServer, ShutdownDrainsInFlightStreamsAndRefusesNewWork) {
   for (size_t i = 0; i + 1 < events.size(); ++i)
     text += json::parse(events[i])["choices"][0]["text"].get<std::string>();
   EXPECT_EQ(text, expected_text(s, "drain me", 100));
+}
+
+TEST(HttpServer, TruncatePromptTokensKeepsTheEndOfThePrompt) {
+  TestServer s;
+  const std::vector<int32_t> prompt = {101, 202, 303, 404, 505, 606, 707, 808};
+  const std::vector<int32_t> tail(prompt.end() - 3, prompt.end());
+  auto r = s.client()->Post("/v1/completions",
+                            json({{"prompt", prompt},
+                                  {"max_tokens", 6},
+                                  {"temperature", 0},
+                                  {"truncate_prompt_tokens", 3}})
+                                .dump(),
+                            "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 3);
+  // The fake model continues from the last token and its position: positions
+  // restart at 0 for the kept tail.
+  EXPECT_EQ(j["choices"][0]["text"],
+            s.tokenizer().decode(testing::expected_ids(s.tokenizer(), tail, 6), true));
+}
+
+TEST(HttpServer, ChatTemplateKwargsReachTheTemplate) {
+  TestServer s;
+  const std::string messages = R"("messages": [{"role": "user", "content": "Hi"}])";
+  auto plain = s.client()->Post("/tokenize", "{" + messages + "}", "application/json");
+  auto off = s.client()->Post(
+      "/tokenize", "{" + messages + R"(, "chat_template_kwargs": {"enable_thinking": false}})",
+      "application/json");
+  ASSERT_TRUE(plain && off);
+  ASSERT_EQ(off->status, 200) << off->body;
+  const std::vector<int32_t> a = json::parse(plain->body)["tokens"];
+  const std::vector<int32_t> b = json::parse(off->body)["tokens"];
+  // Qwen3.5's template writes an empty think block when thinking is off.
+  const std::string text = s.tokenizer().decode(b, false);
+  EXPECT_GT(b.size(), a.size());
+  EXPECT_NE(text.find("<think>"), std::string::npos) << text;
+  EXPECT_EQ(s.tokenizer().decode(a, false).find("<think>"), std::string::npos);
+}
+
+TEST(HttpServer, StopReasonNamesTheStopTokenOrString) {
+  TestServer s;
+  const std::vector<int32_t>& ascii = testing::ascii_ids(s.tokenizer());
+  const int32_t forced = ascii[17];
+  const int32_t one[1] = {forced};
+  const std::string forced_text = s.tokenizer().decode(one, false);
+  auto reason = [&](const std::string& extra, bool stream) {
+    const std::string body =
+        str_cat(R"({"prompt": "Hi", "temperature": 0, "max_tokens": 4, "logit_bias": {")", forced,
+                R"(": 100})", extra, ", \"stream\": ", stream ? "true" : "false", "}");
+    auto r = s.client()->Post("/v1/completions", body, "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+    if (!r || r->status != 200) return json("<error>");
+    if (!stream) return json::parse(r->body)["choices"][0]["stop_reason"];
+    json last;
+    for (const std::string& e : sse_payloads(r->body)) {
+      if (e == "[DONE]") continue;
+      const json j = json::parse(e);
+      if (!j["choices"][0]["finish_reason"].is_null()) last = j["choices"][0]["stop_reason"];
+    }
+    return last;
+  };
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream);
+    EXPECT_TRUE(reason("", stream).is_null());  // length
+    EXPECT_EQ(reason(str_cat(R"(, "stop_token_ids": [)", forced, "]"), stream), forced);
+    EXPECT_EQ(reason(", \"stop\": " + json(forced_text).dump(), stream), forced_text);
+  }
 }
 
 }  // namespace

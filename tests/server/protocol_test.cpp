@@ -212,3 +212,61 @@ TEST(Protocol, BadChatFieldsNameTheField) {
 
 }  // namespace
 }  // namespace vtllm::server
+
+namespace vtllm::server {
+namespace {
+
+// Fields vLLM accepts that need engine work vtllm lacks: each active value is a
+// 400 naming it; the neutral value of each passes.
+TEST(Protocol, UnimplementedVllmFieldsAreRefusedByNameUnlessNeutral) {
+  const std::pair<const char*, const char*> active[] = {
+      {"allowed_token_ids", "[1, 2]"},
+      {"bad_words", R"(["x"])"},
+      {"prompt_logprobs", "1"},
+      {"use_beam_search", "true"},
+      {"return_token_ids", "true"},
+      {"return_tokens_as_token_ids", "true"},
+      {"guided_json", R"({"type": "object"})"},
+      {"guided_regex", R"("a+")"},
+      {"guided_choice", R"(["yes", "no"])"},
+      {"guided_grammar", R"("root ::= x")"},
+      {"structured_outputs", R"({"choice": ["a"]})"},
+      {"logits_processors", R"(["p"])"},
+  };
+  for (const auto& [name, value] : active) {
+    SCOPED_TRACE(name);
+    const std::string field = str_cat("\"", name, "\": ", value);
+    EXPECT_API_ERROR(parse_completion_request(str_cat(R"({"prompt": "a", )", field, "}")), 400,
+                     name, "unsupported");
+    EXPECT_API_ERROR(parse_chat_completion_request(str_cat(
+                         R"({"messages": [{"role": "user", "content": "a"}], )", field, "}")),
+                     400, name, "unsupported");
+  }
+  const char* neutral =
+      R"({"prompt": "a", "allowed_token_ids": [], "bad_words": [], "prompt_logprobs": null,
+          "use_beam_search": false, "return_token_ids": false, "guided_json": null})";
+  EXPECT_NO_THROW(parse_completion_request(neutral));
+  EXPECT_API_ERROR(parse_chat_completion_request(
+                       R"({"messages": [{"role": "user", "content": "a"}], "echo": true})"),
+                   400, "echo", "unsupported");
+  EXPECT_API_ERROR(
+      parse_chat_completion_request(
+          R"({"messages": [{"role": "user", "content": "a"}], "chat_template": "{{ x }}"})"),
+      400, "chat_template", "unsupported");
+  EXPECT_API_ERROR(
+      parse_completion_request(
+          R"({"prompt": "a", "stream": true, "stream_options": {"continuous_usage_stats": true}})"),
+      400, "stream_options.continuous_usage_stats", "unsupported");
+  EXPECT_API_ERROR(parse_completion_request(R"({"prompt": "a", "truncate_prompt_tokens": 0})"), 400,
+                   "truncate_prompt_tokens", "invalid_value");
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "truncate_prompt_tokens": 3})")
+                .gen.truncate_prompt_tokens,
+            3);
+  EXPECT_EQ(parse_chat_completion_request(R"({"messages": [{"role": "user", "content": "a"}],
+                "chat_template_kwargs": {"enable_thinking": false}})")
+                .chat_template_kwargs,
+            R"({"enable_thinking":false})");
+}
+
+}  // namespace
+}  // namespace vtllm::server

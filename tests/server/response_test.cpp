@@ -35,6 +35,7 @@ TEST(Response, CompletionCarriesChoicesUsageAndLegacyLogprobs) {
   EXPECT_EQ(c["index"], 2);
   EXPECT_EQ(c["text"], "hi there");
   EXPECT_EQ(c["finish_reason"], "length");
+  EXPECT_TRUE(c["stop_reason"].is_null());
   EXPECT_EQ(c["logprobs"]["tokens"], json({"hi", " there"}));
   EXPECT_EQ(c["logprobs"]["token_logprobs"][0], -0.5);
   EXPECT_EQ(c["logprobs"]["token_logprobs"][1], -9999.0);  // -inf is not JSON

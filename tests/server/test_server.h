@@ -6,8 +6,6 @@
 // tests know every output token without running the server.
 #pragma once
 
-#include <httplib.h>
-
 #include <chrono>
 #include <memory>
 #include <string>
@@ -17,6 +15,7 @@
 #include "engine/async_engine.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
+#include "test_client.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -88,9 +87,12 @@ struct TestServerOptions {
   std::string api_key;
   size_t max_body_bytes = 1u << 20;
   int max_pending_requests = 1024;
-  int num_threads = 96;
   int64_t max_model_len = 512;
+  int max_num_seqs = 64;
   std::chrono::microseconds step_time{0};
+  // Overrides of the HTTP defaults (limits and timeouts included); the host,
+  // port, key and body limit above are set over it.
+  HttpServerConfig http;
 };
 
 class TestServer {
@@ -100,10 +102,10 @@ class TestServer {
         chat_template_(ChatTemplate::from_dir(tiny_model_dir())) {
     engine::EngineConfig ec;
     ec.scheduler.max_model_len = o.max_model_len;
-    ec.scheduler.max_num_seqs = 64;
+    ec.scheduler.max_num_seqs = o.max_num_seqs;
     ec.scheduler.max_num_batched_tokens = 1024;
     ec.kv_cache.block_size = 16;
-    ec.kv_cache.num_blocks = 64 * (o.max_model_len / 16) + 1;
+    ec.kv_cache.num_blocks = o.max_num_seqs * (o.max_model_len / 16) + 1;
     ec.eos_token_ids = {4098};
     const int64_t vocab = int64_t(tokenizer_.id_end());
     engine_ = std::make_unique<engine::AsyncEngine>(
@@ -116,12 +118,11 @@ class TestServer {
     service_ = std::make_unique<OpenAiService>(
         sc, *engine_, tokenizer_,
         [this](const std::string& req) { return chat_template_.render_request(req); });
-    HttpServerConfig hc;
+    HttpServerConfig hc = o.http;
     hc.host = "127.0.0.1";
     hc.port = 0;
     hc.api_key = o.api_key;
-    hc.max_body_bytes = o.max_body_bytes;
-    hc.num_threads = o.num_threads;
+    hc.limits.max_body_bytes = o.max_body_bytes;
     http_ = std::make_unique<HttpServer>(hc, *service_);
     port_ = http_->bind();
     thread_ = std::thread([this] { http_->serve(); });
@@ -129,18 +130,17 @@ class TestServer {
 
   ~TestServer() { stop(); }
 
-  void stop(std::chrono::milliseconds drain = std::chrono::milliseconds(5000)) {
-    if (!thread_.joinable()) return;
-    http_->shutdown(drain);
+  // Drains and stops; returns how many requests the drain's deadline cut.
+  int stop(std::chrono::milliseconds drain = std::chrono::milliseconds(5000)) {
+    if (!thread_.joinable()) return 0;
+    const int cut = http_->shutdown(drain);
     thread_.join();
+    return cut;
   }
 
   int port() const { return port_; }
-  std::unique_ptr<httplib::Client> client() const {
-    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    c->set_read_timeout(30, 0);
-    return c;
-  }
+  std::unique_ptr<Client> client() const { return std::make_unique<Client>(port_); }
+  HttpServer& http() { return *http_; }
   const text::Tokenizer& tokenizer() const { return tokenizer_; }
   engine::AsyncEngine& engine() { return *engine_; }
   OpenAiService& service() { return *service_; }

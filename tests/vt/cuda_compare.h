@@ -17,28 +17,24 @@
 
 namespace vt::cudatest {
 
-// Sets an environment switch of the kernels (read per call, docs/KERNELS.md) for one
-// scope, then restores it.
-class ScopedEnv {
+// Changes `stream`'s kernel switches (vt/kernel_config.h, read by the op arms at each
+// call) by `edit` for one scope, then restores the previous ones:
+//   ScopedKernels fused(s.gpu, [](KernelConfig& k) { k.gdn_fused = Toggle::kOn; });
+class ScopedKernels {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
+  template <class Edit>
+  ScopedKernels(Stream& stream, Edit edit) : stream_(stream), previous_(stream.kernel_config()) {
+    KernelConfig k = previous_;
+    edit(k);
+    stream_.set_kernel_config(k);
   }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedKernels() { stream_.set_kernel_config(previous_); }
+  ScopedKernels(const ScopedKernels&) = delete;
+  ScopedKernels& operator=(const ScopedKernels&) = delete;
 
  private:
-  std::string name_, old_;
-  bool had_ = false;
+  Stream& stream_;
+  KernelConfig previous_;
 };
 
 struct Streams {

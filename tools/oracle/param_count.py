@@ -13,7 +13,7 @@ Output, one line per model, sorted by name:
 N is sum(p.numel() for p in model.parameters()) of the class named by
 `architectures[0]` (shared/tied parameters count once, as .parameters() yields each
 Parameter once). `vtllm inspect DIR` must print the same `parameters: N`; the C++
-test tests/io/param_specs_test.cpp records these numbers.
+test tests/models/params_test.cpp (dense) and tests/io/reference_params_test.cpp (MoE) record these numbers.
 """
 import json
 import pathlib

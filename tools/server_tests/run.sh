@@ -23,6 +23,21 @@ done
 [ -n "$port" ] || { cat "$log"; echo "server did not start within 60 s"; exit 1; }
 echo "server: $(head -n1 "$log")"
 NODE_PATH="$modules" VTLLM_URL="http://127.0.0.1:$port" VTLLM_KEY="$key" node "$here/openai_client_test.js"
+# The CLI refuses a bad server flag naming it, and a busy port (this server's),
+# both with status 1 and before the model loads.
+expect_refusal() {  # expect_refusal WANTED_TEXT ARGS...
+  local want=$1 out st=0
+  shift
+  out=$("$bin" serve "$model" "$@" 2>&1) || st=$?
+  if [ "$st" -ne 1 ] || [[ "$out" != *"$want"* ]]; then
+    echo "FAIL: serve $* -> status $st, output: $out"; exit 1
+  fi
+  echo "ok: serve $* -> $want"
+}
+expect_refusal "--max-body-bytes -1" --max-body-bytes -1
+expect_refusal "--header-timeout 0" --header-timeout 0
+expect_refusal "--max-connections expects an integer" --max-connections many
+expect_refusal "127.0.0.1:$port: Address already in use" --port "$port"
 # SIGTERM drains and exits 0.
 kill -TERM $pid
 status=0

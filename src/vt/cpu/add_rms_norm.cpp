@@ -1,6 +1,6 @@
 // The CPU add_rms_norm: per row, the residual add of cpu::binary then the norm of
 // cpu::rms_norm (vt/cpu/rowwise.cpp), with the same arithmetic in the same order, so
-// the fused op equals add then rms_norm bit for bit (tests/vt/ops_test.cpp).
+// the fused op equals add then rms_norm bit for bit (tests/vt/norm/add_rms_norm_test.cpp).
 #include "vt/cpu/add_rms_norm.h"
 
 #include <algorithm>

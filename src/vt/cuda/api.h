@@ -10,6 +10,10 @@
 #include <cstdint>
 #include <memory>
 
+namespace vt {
+struct KernelConfig;
+}  // namespace vt
+
 namespace vt::cuda {
 
 // Devices visible to this process; 0 without a GPU or driver. Never throws.
@@ -53,13 +57,14 @@ void reset_peak_in_use(int device);
 void empty_cache(int device);
 
 // What a CUDA vt::Stream holds: the cudaStream_t, a cuBLASLt handle and its
-// workspace. Defined in src/vt/cuda/stream_state.h (CUDA code only).
+// workspace, and a pointer to the owning vt::Stream's KernelConfig (`kernels`, which must
+// outlive it). Defined in src/vt/cuda/stream_state.h (CUDA code only).
 struct StreamState;
 struct StreamStateDeleter {
   void operator()(StreamState* s) const noexcept;
 };
 using StreamStatePtr = std::unique_ptr<StreamState, StreamStateDeleter>;
-StreamStatePtr create_stream_state(int device);
+StreamStatePtr create_stream_state(int device, const KernelConfig* kernels);
 void synchronize(StreamState& s);
 
 // CUDA graphs (vt/cuda/graph.cu). begin_capture starts recording the stream's work

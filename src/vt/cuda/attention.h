@@ -29,8 +29,9 @@
 //     aligned (data and strides) and out rows 4-byte aligned; then flash_prefill when
 //     some request has q_len > 1, paged_decode when none has (both by
 //     bounds.max_query_len when bounds are given); otherwise the CUDA-core kernel (f32
-//     anywhere, mixed dtypes). VTLLM_ATTN_DECODE=cuda_cores sends decode steps to the
-//     CUDA-core kernel (A/B comparisons; unset or "mma": the rule).
+//     anywhere, mixed dtypes). The stream's KernelConfig::attn_decode = kCudaCores
+//     (VTLLM_ATTN_DECODE=cuda_cores) sends decode steps to the CUDA-core kernel (A/B
+//     comparisons; the default kTensorCores: the rule).
 //     Device indices: rows of q past query_start_loc[B] (a graph's tokens no request
 //     owns) are never written, split or not; padding requests (one token, seq_len 1)
 //     are computed like any other.

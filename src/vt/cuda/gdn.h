@@ -22,15 +22,14 @@
 //     segments), the column sums over rows finished by shuffles and shared memory; k, q,
 //     v staged per token. Small CTAs: eight per SM, so one's per-token barriers overlap
 //     the others' state traffic (gdn/delta_rows.cuh). Dk <= 128 (32, 64, 128
-//     instantiated; others padded). Dv % 4 != 0, or VTLLM_GDN_DECODE=warp, takes the
-//     first kernel (a warp per 32 columns).
+//     instantiated; others padded). Dv % 4 != 0, or the stream's KernelConfig::gdn_decode
+//     = kWarp (VTLLM_GDN_DECODE=warp), takes the first kernel (a warp per 32 columns).
 //   gated_delta_rule_chunked: the chunked form of §8.7 (the chunked op: prefill and
 //     mixed steps), chunks of 64 (gdn/delta_rule_chunked.cuh): a first kernel per
 //     (chunk, value head) solves the chunk's unit lower-triangular system into the
 //     stream's work scratch; a second per (request, value head, 32 columns) runs the
-//     chunks in order from the slot's state. Two kernel pairs: 3xTF32 tensor cores
-//     (chunk_wy_tc / chunk_scan_tc, the default) and f32 CUDA cores (chunk_wy /
-//     chunk_scan, VTLLM_GDN_PREFILL=f32); both to f32 rounding. Requests shorter than
+//     chunks in order from the slot's state. Both on tensor cores with 3xTF32 products
+//     (chunk_wy_tc / chunk_scan_tc), to f32 rounding. Requests shorter than
 //     16 tokens run the token recurrence inside the second kernel. Dk, Dv <= 128
 //     (zero-padded; wider heads run gated_delta_rule). Host or device indices: a
 //     device kernel numbers the chunks, and launch shapes come from a bound on their
@@ -45,9 +44,10 @@
 //     CUDA kernels' arithmetic and rounding points, so its out and state equal those of
 //     the unfused launches bit for bit. Dk <= 128, Dv <= 256 with Dv % 4 == 0:
 //     gdn_fused_recurrent_supports(). gdn_fused_recurrent_selected() is the op's choice
-//     between this kernel and the CUDA op sequence (same bytes): VTLLM_GDN_FUSED=1 the
-//     kernel wherever the shape allows, 0 never, auto (default) the measured rule, the
-//     kernel while its grid is at most two waves of resident CTAs.
+//     between this kernel and the CUDA op sequence (same bytes), by the stream's
+//     KernelConfig::gdn_fused (VTLLM_GDN_FUSED): kOn the kernel wherever the shape
+//     allows, kOff never, kAuto (default) the measured rule, the kernel while its grid
+//     is at most two waves of resident CTAs.
 #pragma once
 
 #include "vt/ops/args.h"

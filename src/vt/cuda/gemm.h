@@ -14,17 +14,9 @@ namespace vt::cuda {
 // otherwise.
 void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
 
-// The dispatch, selectable for measurement by VTLLM_GEMM_SKINNY (read once, in
-// gemm/linear.cu; any other value throws):
-//   0     cuBLASLt for every shape;
-//   1     the skinny kernel for every shape it supports (skinny_supports: M <= 32);
-//   auto  (unset) the shipped rule, skinny_rule(M, N, K).
-enum class SkinnyMode { kOff, kOn, kAuto };
-SkinnyMode skinny_mode();
-
 // The shipped rule, measured on the H200 (docs/BENCHMARKS.md, 2026-11-30, fourth
 // session): skinny only for vocabulary heads (N >= kSkinnyMinN) at M <= kSkinnyMaxM,
-// cuBLASLt everywhere else. `cuda_kernels_bench decode-gemm` (CUDA graphs, L2 cold):
+// cuBLASLt everywhere else. `cuda_gemm_bench decode-gemm` (CUDA graphs, L2 cold):
 // the skinny kernel streams lm_head at 97-102% of the copy ceiling at M <= 4 against
 // cuBLASLt's 94% (13-44 us per step); at M = 8 they tie, from 16 cuBLASLt wins. On the
 // 4096-row projections cuBLASLt is as fast or faster at every M (in-layer chains at M =
@@ -36,8 +28,11 @@ inline constexpr int64_t kSkinnyMaxM = 4;
 inline constexpr int64_t kSkinnyMinN = 65536;
 bool skinny_rule(int64_t m, int64_t n, int64_t k);
 
-// What linear() runs for these operands: skinny_supports() and the mode's choice.
-bool use_skinny(const Tensor& x, const Tensor& w, const Tensor& out);
+// Whether linear() runs the skinny kernel for these operands: skinny_supports() and
+// kernels.gemm_skinny (vt/kernel_config.h, VTLLM_GEMM_SKINNY): kOff cuBLASLt for every
+// shape, kOn the skinny kernel wherever it is supported (M <= 32), kAuto the shipped rule,
+// skinny_rule(M, N, K).
+bool use_skinny(const KernelConfig& kernels, const Tensor& x, const Tensor& w, const Tensor& out);
 
 // The skinny kernel applies: x and w both bf16 or both f16 (any out / bias dtype),
 // 1 <= M <= kSkinnyLimitM, K a positive multiple of 8, x and w 16-byte aligned with row
@@ -61,13 +56,12 @@ bool skinny_supports(const Tensor& x, const Tensor& w, const Tensor& out);
 // transposes b into a temporary and passes it as w right after, so linear() uses PDL
 // only inside a CUDA-graph capture (the engine's decode graphs, whose linears are the
 // model's projections) and launches plainly when eager.
-//   kDefault  VTLLM_GEMM_PDL (read once in gemm/linear.cu): 1 (unset) = kRingL2 while
-//             the stream is capturing, kOff when eager; 0 = kOff
+//   kDefault  the stream's KernelConfig::pdl (VTLLM_PDL): kAuto (default) or kOn =
+//             kRingL2 while the stream is capturing, kOff when eager; kOff = kOff
 //   kOff      a plain launch (the kernel before this option existed)
 //   kRing     PDL, the ring's weights issued before the wait
 //   kRingL2   PDL, the ring plus an L2 prefetch of one more ring depth of weights
 enum class SkinnyPdl { kDefault, kOff, kRing, kRingL2 };
-bool skinny_pdl_enabled();  // VTLLM_GEMM_PDL=0|1, read once; unset = 1
 
 // The skinny kernel itself (gemm/skinny.cu; throws unless skinny_supports): each weight
 // row streamed once from HBM with 16-byte cp.async copies, products on mma.sync

@@ -1,10 +1,11 @@
 // Programmatic dependent launch (PDL) for the small kernels of a decode step (CUDA sources
-// only; the switch is vt/cuda/launch.h, the design docs/KERNELS.md "Programmatic dependent
-// launch").
+// only; the switch is KernelConfig::pdl, vt/kernel_config.h, the design docs/KERNELS.md
+// "Programmatic dependent launch").
 //
 // launch_kernel() starts a kernel with cudaLaunchKernelEx. While the stream is capturing a CUDA
-// graph (capturing(), vt/cuda/api.h: the rule the skinny GEMM uses) and VTLLM_PDL is 1
-// (default 0, vt/cuda/launch.h), it adds cudaLaunchAttributeProgrammaticStreamSerialization: the kernel may then start
+// graph (capturing(), vt/cuda/api.h: the rule the skinny GEMM uses) and the stream's
+// KernelConfig::pdl is kOn (VTLLM_PDL=1; kAuto, the default, launches these plainly), it
+// adds cudaLaunchAttributeProgrammaticStreamSerialization: the kernel may then start
 // once every block of the previous kernel has executed pdl_trigger() or exited, which
 // lets its blocks be scheduled (and a PDL consumer such as the skinny GEMM stream its
 // weights) while the previous kernel is still running. Eager launches are plain.
@@ -16,9 +17,9 @@
 // finished without waiting would let a later kernel overtake the one before it (the
 // ordering is only transitive through the waits). The wait is a no-op when the grid was
 // not launched with the attribute; the trigger is not: it releases a PDL-launched
-// dependent (the skinny GEMM, VTLLM_GEMM_PDL) even when this grid was launched plainly
-// (VTLLM_PDL=0). Correct either way (every PDL consumer waits first), but a PDL-free
-// baseline needs VTLLM_PDL=0 VTLLM_GEMM_PDL=0. Waiting first means the kernel's own work never overlaps
+// dependent (the skinny GEMM under kAuto) even when this grid was launched plainly.
+// Correct either way (every PDL consumer waits first); the PDL-free baseline is
+// KernelConfig::pdl = kOff (VTLLM_PDL=0). Waiting first means the kernel's own work never overlaps
 // its producer: what PDL saves here is the launch, block scheduling and the producer's
 // tail, and the early trigger lets the next kernel get as far as its own wait (the
 // skinny GEMM: its weight prefetch).
@@ -30,7 +31,6 @@
 
 #include "vt/cuda/api.h"
 #include "vt/cuda/check.h"
-#include "vt/cuda/launch.h"
 #include "vt/cuda/ptx.cuh"
 #include "vt/cuda/stream_state.h"
 
@@ -49,7 +49,9 @@ __device__ __forceinline__ void pdl_trigger() {
 }
 
 // Whether launch_kernel() adds the PDL attribute on this stream now.
-inline bool pdl_launch(const StreamState& st) { return capturing(st) && pdl_enabled(); }
+inline bool pdl_launch(const StreamState& st) {
+  return capturing(st) && st.kernels->pdl == Toggle::kOn;
+}
 
 // A launch's shape: grid, block, dynamic shared memory and the thread-block cluster size
 // along x (0: no cluster attribute; else grid.x must be a multiple of it).

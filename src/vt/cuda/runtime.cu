@@ -79,12 +79,13 @@ void StreamStateDeleter::operator()(StreamState* s) const noexcept {
   delete s;
 }
 
-StreamStatePtr create_stream_state(int device) {
+StreamStatePtr create_stream_state(int device, const KernelConfig* kernels) {
   int n = device_count();
   VT_CHECK(device >= 0 && device < n, "CUDA stream: device cuda:", device, " does not exist (",
            n, " visible)");
   StreamStatePtr s(new StreamState);
   s->device = device;
+  s->kernels = kernels;
   VT_CUDA_CHECK(cudaSetDevice(device));
   VT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
   register_stream(device, s->stream);

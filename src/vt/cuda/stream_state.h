@@ -9,6 +9,7 @@
 
 #include "vt/cuda/api.h"
 #include "vt/cuda/host_staging.h"
+#include "vt/kernel_config.h"
 
 namespace vt::cuda {
 
@@ -24,6 +25,8 @@ enum ScratchSlot { kIndexScratch = 0, kWorkScratch = 1, kNumScratch = 2 };
 
 struct StreamState {
   int device = 0;
+  // The owning vt::Stream's kernel switches (Stream::kernel_config()); never null.
+  const KernelConfig* kernels = nullptr;
   cudaStream_t stream = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
   // cuBLASLt workspace: 32 MiB, the size NVIDIA recommends for Hopper.

@@ -6,11 +6,11 @@
 // kv head g (rows token-major over the query heads of g, as paged_attention.cuh: each
 // K/V tile in shared memory serves every query head of the group) and one split z of
 // the keys. Warp w owns rows 16w .. 16w + 15 (one mma M).
-// Shared memory (16-byte chunk c of row r stored at chunk c ^ (r & 7), so the eight
-// rows an ldmatrix reads fall in distinct banks):
+// Shared memory (swizzled, kv_tiles.cuh: 16-byte chunk c of row r stored at chunk
+// c ^ (r & 7), so the eight rows an ldmatrix reads fall in distinct banks):
 //   q_tile  [kRows][D]            the tile's query rows (zeros for unused rows)
 //   k_tile  [2][kKeys][D]         two stages: tile i + 1 is copied (cp.async, through
-//   v_tile  [2][kKeys][D]         the block table) while tile i is computed
+//   v_tile  [2][kKeys][D]         the block table, kv_tiles.cuh) while tile i is computed
 // Per key tile, per warp:
 //   S = Q K^T   ldmatrix Q (A) and K (B, non-transposed), f32 accumulators;
 //   softmax     scaled into base 2, causal mask only on tiles that cross the first
@@ -29,6 +29,7 @@
 
 #include <cstdint>
 
+#include "vt/cuda/attention/kv_tiles.cuh"
 #include "vt/cuda/attention/paged_attention.cuh"
 #include "vt/cuda/ptx.cuh"
 
@@ -56,6 +57,7 @@ void launch(const paged::Params& p, int num_tiles, cudaStream_t stream);
 namespace detail {
 
 // The PTX this kernel and paged_decode.cuh are written with (both `using namespace` this).
+using kv_tiles::swz;
 using ptx::cp_async16;
 using ptx::cp_async_commit;
 using ptx::cp_async_wait;
@@ -63,13 +65,6 @@ using ptx::ldmatrix_x4;
 using ptx::ldmatrix_x4_trans;
 using ptx::mma_m16n8k16;
 using ptx::smem_addr;
-
-// Element offset of (row, col) in a swizzled [rows][D] tile; col a multiple of 8 for
-// the 16-byte accesses.
-template <int D>
-__device__ __forceinline__ int swz(int row, int col) {
-  return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
-}
 
 // Two floats rounded to nearest even, lo in the low half (the lower column).
 __device__ __forceinline__ uint32_t pack2(float lo, float hi, __nv_bfloat16) {
@@ -140,30 +135,9 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
   const int unmasked_end = min(ctx + (t0 - q_begin) + 1, k_end);
   const int limit[2] = {min(row_keys[0], k_end), min(row_keys[1], k_end)};
 
-  const int64_t cache_row = int64_t(p.hkv) * D;  // elements per slot
-  const T* kc = static_cast<const T*>(p.k_cache);
-  const T* vc = static_cast<const T*>(p.v_cache);
-  const int32_t* blocks = p.block_table + int64_t(b) * p.max_blocks;
-  // Thread x copies 16-byte chunk x % kChunks of keys x / kChunks + i * kKeyStep; the
-  // block of its first key takes one division per tile, the rest walk forward.
-  constexpr int kKeyStep = kThreads / kChunks;
-  static_assert(kThreads % kChunks == 0 && kKeys % kKeyStep == 0, "whole chunks per thread");
-  const int first_key = threadIdx.x / kChunks, col = (threadIdx.x % kChunks) * 8;
+  const kv_tiles::PagedKvTiles<D, kKeys, kThreads, T> kv(p, b, g, k_end);
   auto load_kv = [&](int kt, int stage) {
-    T* kd = k_tile + stage * kKeys * D;
-    T* vd = v_tile + stage * kKeys * D;
-    int blk = (kt + first_key) / p.block_size, in_blk = (kt + first_key) - blk * p.block_size;
-#pragma unroll
-    for (int i = 0; i < kKeys / kKeyStep; ++i) {
-      const int j = first_key + i * kKeyStep;
-      const bool valid = kt + j < k_end;
-      int64_t off = 0;
-      if (valid)
-        off = (int64_t(blocks[blk]) * p.block_size + in_blk) * cache_row + int64_t(g) * D + col;
-      cp_async16(smem_addr(kd + swz<D>(j, col)), kc + off, valid);
-      cp_async16(smem_addr(vd + swz<D>(j, col)), vc + off, valid);
-      for (in_blk += kKeyStep; in_blk >= p.block_size; in_blk -= p.block_size) ++blk;
-    }
+    kv.load(kt, k_tile + stage * kKeys * D, v_tile + stage * kKeys * D);
   };
 
   float acc[D / 8][4];

@@ -1,8 +1,6 @@
 // Host side of paged attention (vt/cuda/attention.h): tiles, the split-K choice, the
 // index upload, the launch by (head_dim, cache dtype), and the split merge.
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "vt/cuda/attention.h"
@@ -154,17 +152,6 @@ void launch_decode_for_dim(int d, const paged::Params& p, int batch, cudaStream_
   }
 }
 
-// VTLLM_ATTN_DECODE=cuda_cores sends decode steps to the CUDA-core kernel (the
-// comparison in cuda_kernels_bench); unset or "mma" keeps the rule of
-// vt/cuda/attention.h. Read here only, per call (a graph keeps what its capture chose).
-bool decode_kernel_enabled() {
-  const char* v = std::getenv("VTLLM_ATTN_DECODE");
-  if (!v || std::string(v) == "mma") return true;
-  VT_CHECK(std::string(v) == "cuda_cores", "VTLLM_ATTN_DECODE=", v,
-           ": expected mma or cuda_cores");
-  return false;
-}
-
 // The kernel parameters every paged-attention kernel reads (the tile list, which only
 // the prefill kernels take, is the caller's), with the split-K workspace (f32 partial
 // outputs, then each row's max and sum per split) from the stream's work scratch.
@@ -300,7 +287,10 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
       max_query_len =
           std::max(max_query_len, pb.query_start[size_t(b + 1)] - pb.query_start[size_t(b)]);
   const bool tc_operands = tensor_core_operands(q, k_cache, out);
-  if (tc_operands && max_query_len <= 1 && decode_kernel_enabled())
+  // KernelConfig::attn_decode = kCudaCores (VTLLM_ATTN_DECODE=cuda_cores) sends decode
+  // steps to the CUDA-core kernel instead (the [cuda cores] rows of cuda_attention_bench).
+  if (tc_operands && max_query_len <= 1 &&
+      s.kernel_config().attn_decode == AttnDecodeKernel::kTensorCores)
     return paged_decode(st, q, k_cache, v_cache, pb, scale, out);
   const bool tc = tc_operands && max_query_len > 1;
   const int cta_rows = tc ? flash::kRows : paged::kRows;

@@ -21,7 +21,7 @@
 // its seq_len (request_split): the grid's split count is only the host's bound. The
 // rounding of p is against the warp's running max (as a split's against its own:
 // vt/ops/attention.h allows a running max). Shared memory is the swizzled layout of
-// flash_prefill.cuh (chunk c of row r at c ^ (r & 7)).
+// kv_tiles.cuh (chunk c of row r at c ^ (r & 7)), the ring filled by its PagedKvTiles.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "vt/cuda/attention/flash_prefill.cuh"
+#include "vt/cuda/attention/kv_tiles.cuh"
 #include "vt/cuda/attention/paged_attention.cuh"
 
 namespace vt::cuda::decode {
@@ -119,29 +120,9 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
     cp_async16(smem_addr(q_tile + swz<D>(r, col)), src, real);
   }
 
-  const int64_t cache_row = int64_t(p.hkv) * D;  // elements per slot
-  const T* kc = static_cast<const T*>(p.k_cache);
-  const T* vc = static_cast<const T*>(p.v_cache);
-  const int32_t* blocks = p.block_table + int64_t(b) * p.max_blocks;
-  // Thread x copies 16-byte chunk x % kChunks of keys x / kChunks + i * kKeyStep.
-  constexpr int kKeyStep = kThreads / kChunks;
-  static_assert(kThreads % kChunks == 0 && kKeys % kKeyStep == 0, "whole chunks per thread");
-  const int first_key = threadIdx.x / kChunks, col = (threadIdx.x % kChunks) * 8;
+  const kv_tiles::PagedKvTiles<D, kKeys, kThreads, T> kv(p, b, g, k_end);
   auto load_kv = [&](int kt, int stage) {
-    T* kd = k_ring + stage * kKeys * D;
-    T* vd = v_ring + stage * kKeys * D;
-    int blk = (kt + first_key) / p.block_size, in_blk = (kt + first_key) - blk * p.block_size;
-#pragma unroll
-    for (int i = 0; i < kKeys / kKeyStep; ++i) {
-      const int j = first_key + i * kKeyStep;
-      const bool valid = kt + j < k_end;
-      int64_t off = 0;
-      if (valid)
-        off = (int64_t(blocks[blk]) * p.block_size + in_blk) * cache_row + int64_t(g) * D + col;
-      cp_async16(smem_addr(kd + swz<D>(j, col)), kc + off, valid);
-      cp_async16(smem_addr(vd + swz<D>(j, col)), vc + off, valid);
-      for (in_blk += kKeyStep; in_blk >= p.block_size; in_blk -= p.block_size) ++blk;
-    }
+    kv.load(kt, k_ring + stage * kKeys * D, v_ring + stage * kKeys * D);
   };
 
   float acc[D / 8][4];

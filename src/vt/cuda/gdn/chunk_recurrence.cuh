@@ -1,5 +1,5 @@
-// The token recurrence of a short request inside the chunk scans (chunk_scan.cu,
-// chunk_scan_tc.cu; CUDA sources of cuda/gdn/ only): a request under
+// The token recurrence of a short request inside the chunk scan (chunk_scan_tc.cu; CUDA
+// sources of cuda/gdn/ only): a request under
 // kMinChunkedTokens owns no chunk and runs §8.6 token by token on the CTA's
 // 32-column state slice (blockIdx.x), from and back to its slot.
 #pragma once

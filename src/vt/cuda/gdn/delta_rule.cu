@@ -11,17 +11,17 @@
 //     columns and Dk / 16 rows per thread; 8 CTAs of 128 per SM); the layout and the
 //     token math are gdn/delta_rows.cuh, shared with the fused decode step
 //     (fused_recurrent.cu).
-//   delta_rule_warp_kernel (VTLLM_GDN_DECODE=warp, or Dv % 4 != 0): the first version,
+//   delta_rule_warp_kernel (Dv % 4 != 0 or an unaligned state, or the stream's
+//     KernelConfig::gdn_decode = kWarp, VTLLM_GDN_DECODE=warp): the first version,
 //     one warp per (request, value head, 32 columns), a [Dk, 32] slice in registers.
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/gdn/delta_rows.cuh"
+#include "vt/cuda/gdn/params.cuh"
 #include "vt/cuda/gdn/varlen.cuh"
 #include "vt/cuda/launch.cuh"
 #include "vt/cuda/stream_state.h"
@@ -32,26 +32,7 @@ namespace {
 
 constexpr int kCols = kWarp;  // value columns per CTA, one per thread
 
-struct DeltaParams {
-  const void* q;
-  DType q_dtype;
-  int64_t q_t, q_h;
-  const void* k;
-  DType k_dtype;
-  int64_t k_t, k_h;
-  const void* v;
-  DType v_dtype;
-  int64_t v_t, v_h;
-  const float* g;     // [T, Hv]
-  const float* beta;  // [T, Hv]
-  float* state;       // [S, Hv, Dk, Dv]
-  void* out;          // [T, Hv, Dv]
-  DType out_dtype;
-  const int32_t* start;  // [B + 1]
-  const int32_t* slot;   // [B]
-  int hv, ratio, dk, dv;  // dk <= DK: rows past dk are zero padding
-  float scale;
-};
+using DeltaParams = gdn::DeltaRuleParams;  // dk <= DK: rows past dk are zero padding
 
 template <int DK>
 __global__ void __launch_bounds__(kCols) delta_rule_warp_kernel(DeltaParams p) {
@@ -158,15 +139,6 @@ __global__ void __launch_bounds__(gdn_rows::kThreads, gdn_rows::kCtasPerSm)
   gdn_rows::store_tile<DK>(S, S_g, p.dk, p.dv, warp, lane, col, active);
 }
 
-// VTLLM_GDN_DECODE=warp selects delta_rule_warp_kernel (the comparison in
-// cuda_kernels_bench); unset or "rows" the rows kernel. Read here only, per call.
-bool rows_kernel_selected() {
-  const char* v = std::getenv("VTLLM_GDN_DECODE");
-  if (!v || std::string(v) == "rows") return true;
-  VT_CHECK(std::string(v) == "warp", "VTLLM_GDN_DECODE=", v, ": expected rows or warp");
-  return false;
-}
-
 }  // namespace
 
 void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -180,14 +152,11 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
   StreamState& st = s.cuda_state();
   set_device(st);
   const auto [d_start, d_slot] = device_varlen(st, req);
-  DeltaParams p{q.data_ptr(),     q.dtype(),  q.stride(0),   q.stride(1), k.data_ptr(),
-                k.dtype(),        k.stride(0), k.stride(1),  v.data_ptr(), v.dtype(),
-                v.stride(0),      v.stride(1), g.data<float>(), beta.data<float>(),
-                state.data<float>(), out.data_ptr(), out.dtype(), d_start, d_slot, int(hv),
-                int(hv / q.size(1)), int(dk), int(dv), scale};
+  const DeltaParams p =
+      gdn::delta_rule_params(q, k, v, g, beta, scale, state, out, d_start, d_slot);
   // The smallest instantiated state height that holds dk (zero-padded past dk).
   const bool aligned = dv % 4 == 0 && reinterpret_cast<uintptr_t>(state.data_ptr()) % 16 == 0;
-  if (aligned && rows_kernel_selected()) {
+  if (aligned && s.kernel_config().gdn_decode == GdnDecodeKernel::kRows) {
     const dim3 grid(unsigned((dv + kColsPerCta - 1) / kColsPerCta), unsigned(hv), unsigned(B));
     const auto rows = [&](auto kernel) {
       launch_kernel(st, "delta_rule_rows_kernel", kernel, grid, dim3(gdn_rows::kThreads), 0, p);

@@ -1,7 +1,6 @@
 // CUDA chunked gated delta rule (vt/cuda/gdn.h): chunk_table numbers the chunks on
-// the device, then chunk_wy and chunk_scan (or their tensor-core forms, the default:
-// VTLLM_GDN_PREFILL) run per pass (the kernels and the pass layout:
-// delta_rule_chunked.cuh).
+// the device, then chunk_wy_tc and chunk_scan_tc run per pass (the kernels and the pass
+// layout: delta_rule_chunked.cuh).
 //
 // Launch shapes come from a bound on the chunk count, never from index values read
 // back: with host indices the exact count (summed here), with device indices
@@ -10,9 +9,6 @@
 // Passes are ordered on the stream; a request cut by a pass continues from the state
 // the previous pass wrote to its slot.
 #include <algorithm>
-#include <cstdlib>
-#include <string>
-#include <vector>
 
 #include "vt/cuda/check.h"
 #include "vt/cuda/gdn.h"
@@ -25,9 +21,8 @@ namespace vt::cuda {
 namespace gdn_chunk {
 namespace {
 
-// The work scratch one pass may use: 68 chunks of Hv 48 with the f32 pair, 37 with
-// the tensor-core pair (56 at Hv 32; 36,928 floats per chunk and head, its scratch also
-// holds q and k).
+// The work scratch one pass may use: 37 chunks of Hv 48, 56 at Hv 32 (kScratchFloats,
+// 36,928 floats per chunk and head).
 constexpr int64_t kMaxScratchBytes = int64_t(256) << 20;
 constexpr int kTableThreads = 1024;
 
@@ -64,16 +59,11 @@ __global__ void __launch_bounds__(kTableThreads) chunk_table_kernel(Params p) {
   if (tid == kTableThreads - 1) p.first_chunk[p.batch] = runs[tid];
 }
 
-// Runs the call from request starts and slots on the device; max_chunks bounds the
-// number of chunks (exact or not).
-void run(StreamState& st, Params p, const int32_t* start, const int32_t* slot, int64_t B,
-         int64_t max_chunks) {
-  p.start = start;
-  p.slot = slot;
+// Runs the call (p's operands, request starts and slots on the device); max_chunks
+// bounds the number of chunks (exact or not).
+void run(StreamState& st, Params p, int64_t B, int64_t max_chunks) {
   p.batch = int(B);
-  const bool tc = prefill_selected() == Prefill::kTensorCores;
-  p.scratch_floats = tc ? kScratchFloatsTc : kScratchFloats;
-  const int64_t chunk_bytes = p.hv * p.scratch_floats * int64_t(sizeof(float));
+  const int64_t chunk_bytes = p.hv * kScratchFloats * int64_t(sizeof(float));
   const int64_t pass_chunks =
       std::min(max_chunks, std::max<int64_t>(1, kMaxScratchBytes / chunk_bytes));
   // The table, then the pass's chunks (16-byte aligned for chunk_scan's float4 loads).
@@ -90,24 +80,13 @@ void run(StreamState& st, Params p, const int32_t* start, const int32_t* slot, i
   do {  // at least one pass: it runs the short requests
     p.pass_begin = int(begin);
     p.pass_chunks = int(std::min(pass_chunks, max_chunks - begin));
-    if (p.pass_chunks > 0) (tc ? launch_chunk_wy_tc : launch_chunk_wy)(p, st.stream);
-    (tc ? launch_chunk_scan_tc : launch_chunk_scan)(p, st.stream);
+    if (p.pass_chunks > 0) launch_chunk_wy_tc(p, st.stream);
+    launch_chunk_scan_tc(p, st.stream);
     begin += pass_chunks;
   } while (begin < max_chunks);
 }
 
 }  // namespace
-
-// VTLLM_GDN_PREFILL: unset or "tc" the tensor-core kernels, "f32" the CUDA-core ones (the
-// comparison in cuda_gdn_bench and cuda_gdn_test). Read here only, per call, so a test
-// or bench can switch between calls.
-Prefill prefill_selected() {
-  const char* v = std::getenv("VTLLM_GDN_PREFILL");
-  if (!v || std::string(v) == "tc") return Prefill::kTensorCores;
-  VT_CHECK(std::string(v) == "f32", "VTLLM_GDN_PREFILL=", v, ": expected tc or f32");
-  return Prefill::kF32;
-}
-
 }  // namespace gdn_chunk
 
 void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -123,13 +102,6 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
            " tokens exceed i32 indices");
   StreamState& st = s.cuda_state();
   set_device(st);
-  const Params p{q.data_ptr(),   q.dtype(),         q.stride(0),  q.stride(1), k.data_ptr(),
-                 k.dtype(),      k.stride(0),       k.stride(1),  v.data_ptr(), v.dtype(),
-                 v.stride(0),    v.stride(1),       g.data<float>(), beta.data<float>(),
-                 state.data<float>(), out.data_ptr(), out.dtype(), nullptr, nullptr, nullptr,
-                 nullptr,        nullptr,           nullptr,      0,           0,
-                 0,              int(hv),           int(hv / q.size(1)), int(dk), int(dv),
-                 scale,          0};
   // The chunk count: a bound with device indices, exact with host ones.
   int64_t chunks = T / kChunk + std::min(B, T / kMinChunkedTokens);
   if (!req.on_device()) {
@@ -140,7 +112,8 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
     }
   }
   const auto [d_start, d_slot] = device_varlen(st, req);
-  run(st, p, d_start, d_slot, B, chunks);
+  const Params p{gdn::delta_rule_params(q, k, v, g, beta, scale, state, out, d_start, d_slot)};
+  run(st, p, B, chunks);
 }
 
 }  // namespace vt::cuda

@@ -26,8 +26,6 @@
 #include <cooperative_groups.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "vt/cuda/check.h"
@@ -210,11 +208,8 @@ bool gdn_fused_recurrent_supports(int64_t dk, int64_t dv) {
 
 bool gdn_fused_recurrent_selected(Stream& s, int64_t batch, int64_t hv, int64_t dk, int64_t dv) {
   if (!gdn_fused_recurrent_supports(dk, dv)) return false;
-  const char* v = std::getenv("VTLLM_GDN_FUSED");
-  const std::string mode = v ? v : "auto";
-  VT_CHECK(mode == "auto" || mode == "1" || mode == "0", "VTLLM_GDN_FUSED=", mode,
-           ": expected auto, 1 or 0");
-  if (mode != "auto") return mode == "1";
+  const Toggle mode = s.kernel_config().gdn_fused;  // VTLLM_GDN_FUSED
+  if (mode != Toggle::kAuto) return mode == Toggle::kOn;
   // Measured on the H200 (docs/BENCHMARKS.md, cuda_gdn_bench decode): the fused kernel
   // wins while its grid fills at most two residency waves (B 16 x Hv 32: 28.6 against
   // 30.2 us), the op sequence beyond (B 32 x Hv 32: 51.7 against 48.3 us; B 64: 96.9

@@ -7,7 +7,6 @@
 // favour. Descriptors and the heuristic's first algorithm are cached per shape,
 // leading dims, dtypes and pointer alignment on the stream (GemmPlans).
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -166,43 +165,20 @@ Tensor operand(Stream& s, const Tensor& t, DType dtype) {
 
 }  // namespace
 
-// VTLLM_GEMM_SKINNY and VTLLM_GEMM_PDL (vt/cuda/gemm.h): read once, here only.
-SkinnyMode skinny_mode() {
-  static const SkinnyMode mode = [] {
-    const char* v = std::getenv("VTLLM_GEMM_SKINNY");
-    if (!v) return SkinnyMode::kAuto;
-    const std::string s(v);
-    VT_CHECK(s == "0" || s == "1" || s == "auto", "VTLLM_GEMM_SKINNY=", s,
-             ": expected 0, 1 or auto");
-    return s == "0" ? SkinnyMode::kOff : s == "1" ? SkinnyMode::kOn : SkinnyMode::kAuto;
-  }();
-  return mode;
-}
-
-bool skinny_pdl_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("VTLLM_GEMM_PDL");
-    if (!v) return true;
-    const std::string s(v);
-    VT_CHECK(s == "0" || s == "1", "VTLLM_GEMM_PDL=", s, ": expected 0 or 1");
-    return s == "1";
-  }();
-  return on;
-}
-
 bool skinny_rule(int64_t m, int64_t n, int64_t k) {
   (void)k;  // the measured rule does not depend on K (gemm.h)
   return m >= 1 && m <= kSkinnyMaxM && n >= kSkinnyMinN;
 }
 
-bool use_skinny(const Tensor& x, const Tensor& w, const Tensor& out) {
-  const SkinnyMode mode = skinny_mode();
-  if (mode == SkinnyMode::kOff || !skinny_supports(x, w, out)) return false;
-  return mode == SkinnyMode::kOn || skinny_rule(x.size(0), w.size(0), x.size(1));
+bool use_skinny(const KernelConfig& kernels, const Tensor& x, const Tensor& w, const Tensor& out) {
+  const Toggle mode = kernels.gemm_skinny;
+  if (mode == Toggle::kOff || !skinny_supports(x, w, out)) return false;
+  return mode == Toggle::kOn || skinny_rule(x.size(0), w.size(0), x.size(1));
 }
 
 void linear(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
-  if (x.size(0) > 0 && use_skinny(x, w, out)) return linear_skinny(s, x, w, bias, out);
+  if (x.size(0) > 0 && use_skinny(s.kernel_config(), x, w, out))
+    return linear_skinny(s, x, w, bias, out);
   linear_cublaslt(s, x, w, bias, out);
 }
 

@@ -380,7 +380,7 @@ void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bi
            "linear (CUDA skinny): split ", split, " is not 0, 1, 2, 4 or 8");
   p.split = split ? split : cluster_split(tiles, steps, st.num_sms);
   if (pdl == SkinnyPdl::kDefault)  // graphs only: vt/cuda/gemm.h says why
-    pdl = skinny_pdl_enabled() && capturing(st) ? SkinnyPdl::kRingL2 : SkinnyPdl::kOff;
+    pdl = st.kernels->pdl != Toggle::kOff && capturing(st) ? SkinnyPdl::kRingL2 : SkinnyPdl::kOff;
   p.pdl = pdl == SkinnyPdl::kOff ? 0 : pdl == SkinnyPdl::kRing ? 1 : 2;
   if (x.dtype() == DType::kBF16) {
     launch_for_m<__nv_bfloat16>(st, p, tiles);

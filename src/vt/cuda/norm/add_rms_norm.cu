@@ -1,7 +1,7 @@
 // CUDA add_rms_norm (vt/ops/norm.h): the residual add fused into the RMSNorm kernel of
 // rms_norm_rows.cuh (kAdd): one block per row forms the rounded residual R(residual +
 // delta), stores it, and normalises it. The residual equals the CPU's bit for bit; out
-// matches it to f32 summation-order rounding (tests/vt/cuda_add_rms_norm_test.cpp).
+// matches it to f32 summation-order rounding (tests/vt/norm/cuda_add_rms_norm_test.cpp).
 #include "vt/cuda/norm/add_rms_norm.h"
 #include "vt/cuda/norm/rms_norm_rows.cuh"
 

@@ -1,7 +1,7 @@
 // CUDA RMSNorm (vt/ops/norm.h) through the kernel of rms_norm_rows.cuh: one block per
 // row, f32 sum of squares, one rounding at the output (kPlain with a narrow out: also
 // before the weight multiply). Matches the CPU reference to f32 summation-order rounding
-// (tests/vt/cuda_norm_test.cpp).
+// (tests/vt/norm/cuda_norm_test.cpp).
 #include "vt/cuda/norm.h"
 #include "vt/cuda/norm/rms_norm_rows.cuh"
 

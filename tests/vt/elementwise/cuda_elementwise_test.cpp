@@ -1,16 +1,11 @@
-// The CUDA arms of the elementwise, copy/fill, embedding, argmax and linear ops
-// against their CPU twins on random inputs at model sizes, and the selfcheck cases
-// (double-precision references) on a CUDA stream. Skipped without a GPU.
+// The CUDA arms of the elementwise and copy/fill ops against their CPU twins on random
+// inputs at model sizes. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include "cuda_compare.h"
-#include "vt/check/harness.h"
 #include "vt/ops/activation.h"
-#include "vt/ops/embedding.h"
 #include "vt/ops/fill.h"
-#include "vt/ops/gemm.h"
 #include "vt/ops/norm.h"
-#include "vt/ops/sampling.h"
 
 namespace vt {
 namespace {
@@ -20,19 +15,6 @@ using cudatest::kBf16Rel;
 using cudatest::poisoned_gpu;
 using cudatest::randn;
 using cudatest::Streams;
-
-TEST(CudaSelfcheck, EveryCaseWithACudaArmPasses) {
-  VT_REQUIRE_GPU();
-  Stream g(Device::cuda(0));
-  int ran = 0;
-  for (const check::Result& r : check::run_all(g, 5)) {
-    if (r.skipped) continue;
-    ++ran;
-    EXPECT_TRUE(r.passed) << r.op << " (" << r.config << "): err " << r.err << " tol " << r.tol
-                          << " " << r.note;
-  }
-  EXPECT_GE(ran, 20);
-}
 
 TEST(CudaElementwise, MatchCpuAtModelSizes) {
   VT_REQUIRE_GPU();
@@ -65,7 +47,8 @@ TEST(CudaElementwise, MatchCpuAtModelSizes) {
   Tensor view_g = wide_g.slice(1, 10, 266);
   sigmoid(s.cpu, view_c, view_c);
   sigmoid(s.gpu, view_g, view_g);
-  expect_close(s, wide, wide_g, 1e-6, 0, "sigmoid in place on a column slice (untouched columns too)");
+  expect_close(s, wide, wide_g, 1e-6, 0,
+               "sigmoid in place on a column slice (untouched columns too)");
 
   // l2_normalize per GDN key head (a column slice of the conv output), f32.
   Tensor act = randn({70, 10240}, DType::kF32, 1.0, 5), act_g = s.up(act);
@@ -142,83 +125,6 @@ TEST(CudaCopy, StridedConversionsAndFill) {
   for (int64_t i = 0; i < 5 * per; ++i) {
     const float v = host.data<float>()[i];
     ASSERT_EQ(v == 0.0f, i / per == 3) << "element " << i;
-  }
-}
-
-TEST(CudaEmbedding, GathersRowsAndRejectsBadIds) {
-  VT_REQUIRE_GPU();
-  Streams s;
-  Tensor table = randn({32000, 1024}, DType::kBF16, 1.0, 8);
-  Tensor ids = Tensor::empty({77}, DType::kI32);
-  std::mt19937 rng(9);
-  for (int64_t i = 0; i < 77; ++i) ids.data<int32_t>()[i] = int32_t(rng() % 32000);
-  ids.data<int32_t>()[0] = 31999;
-  Tensor want = Tensor::empty({77, 1024}, DType::kF32);
-  embedding(s.cpu, table, ids, want);
-  Tensor tg = s.up(table);
-  for (bool ids_on_gpu : {false, true}) {
-    Tensor got = poisoned_gpu(s, {77, 1024}, DType::kF32);
-    embedding(s.gpu, tg, ids_on_gpu ? s.up(ids) : ids, got);
-    expect_close(s, want, got, 0, 0, ids_on_gpu ? "embedding, ids on the GPU" : "embedding");
-  }
-  ids.data<int32_t>()[5] = 32000;
-  Tensor got = poisoned_gpu(s, {77, 1024}, DType::kF32);
-  EXPECT_THROW(embedding(s.gpu, tg, ids, got), vtllm::Error);
-}
-
-TEST(CudaArgmax, VocabRowsWithTiesAndNaN) {
-  VT_REQUIRE_GPU();
-  Streams s;
-  const int64_t rows = 7, vocab = 151936;
-  Tensor f = randn({rows, vocab}, DType::kF32, 3.0, 10);
-  f.data<float>()[1 * vocab + 9000] = f.data<float>()[1 * vocab + 150000] = 100.0f;  // tie
-  f.data<float>()[2 * vocab + 151935] = 100.0f;                                    // last
-  f.data<float>()[3 * vocab + 77] = NAN;                                           // NaN wins
-  f.data<float>()[3 * vocab + 5] = 100.0f;
-  Tensor logits = to_dtype(s.cpu, f, DType::kBF16);
-  Tensor want = Tensor::empty({rows}, DType::kI64);
-  argmax(s.cpu, logits, want);
-  Tensor got = poisoned_gpu(s, {rows}, DType::kI64);
-  argmax(s.gpu, s.up(logits), got);
-  Tensor back = s.down(got);
-  for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(back.data<int64_t>()[r], want.data<int64_t>()[r]) << r;
-  EXPECT_EQ(back.data<int64_t>()[1], 9000);
-  EXPECT_EQ(back.data<int64_t>()[3], 77);
-}
-
-TEST(CudaLinear, MatchesCpuAtModelShapes) {
-  VT_REQUIRE_GPU();
-  Streams s;
-  struct Case {
-    int64_t m, k, n;
-    DType x, w, out;
-    bool bias, strided_x;
-  };
-  // Qwen3.5-27B: hidden 5120, q_proj 5120 -> 12288 (24 heads x 2 x 256), MLP down 17408 -> 5120.
-  const Case cases[] = {
-      {1, 5120, 12288, DType::kBF16, DType::kBF16, DType::kBF16, false, false},
-      {64, 17408, 5120, DType::kBF16, DType::kBF16, DType::kBF16, false, false},
-      {130, 1024, 3072, DType::kBF16, DType::kBF16, DType::kF32, false, true},
-      {37, 1024, 1000, DType::kF32, DType::kF32, DType::kF32, true, false},
-      {5, 512, 700, DType::kF32, DType::kBF16, DType::kBF16, true, false},
-  };
-  uint64_t seed = 20;
-  for (const Case& c : cases) {
-    const std::string what = "linear x " + std::string(dtype_name(c.x)) + shape_str({c.m, c.k}) +
-                             " w " + dtype_name(c.w) + shape_str({c.n, c.k}) + " -> " +
-                             dtype_name(c.out) + (c.bias ? " +bias" : "") +
-                             (c.strided_x ? " strided x" : "");
-    Tensor xbig = randn({c.m, c.k + (c.strided_x ? 64 : 0)}, c.x, 1.0, seed++);
-    Tensor x = xbig.slice(1, 0, c.k);
-    Tensor w = randn({c.n, c.k}, c.w, 1.0 / std::sqrt(double(c.k)), seed++);
-    Tensor bias = c.bias ? randn({c.n}, DType::kF32, 1.0, seed++) : Tensor();
-    Tensor want = Tensor::empty({c.m, c.n}, c.out);
-    linear(s.cpu, x, w, want, bias);
-    Tensor got = poisoned_gpu(s, {c.m, c.n}, c.out);
-    Tensor xg = s.up(xbig).slice(1, 0, c.k);
-    linear(s.gpu, xg, s.up(w), got, c.bias ? s.up(bias) : Tensor());
-    // f32 sums of K products in different orders: ~sqrt(K) 2^-24 of the output scale.
-    expect_close(s, want, got, c.out == DType::kF32 ? 1e-5 : kBf16Rel, 2e-5, what);
   }
 }
 

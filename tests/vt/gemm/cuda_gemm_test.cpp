@@ -192,7 +192,7 @@ void run_cases(const std::vector<Case>& cases, uint64_t seed) {
       EXPECT_TRUE(bytes_equal(s, skinny, run_linear(s, p, true, pdl)))
           << what << ": SkinnyPdl " << int(pdl) << " changed the result";
     }
-    if (cuda::use_skinny(p.xg, p.wg, via_op)) {
+    if (cuda::use_skinny(s.gpu.kernel_config(), p.xg, p.wg, via_op)) {
       EXPECT_TRUE(bytes_equal(s, skinny, via_op))
           << what << ": linear did not take the skinny path";
     }
@@ -342,7 +342,7 @@ TEST(CudaGemmSkinny, GraphReplayEqualsEager) {
 
 // The dispatch rule of vt/cuda/gemm.h: auto (the default) = skinny for supported
 // shapes with M <= kSkinnyMaxM and N >= kSkinnyMinN (vocabulary heads);
-// VTLLM_GEMM_SKINNY=0 / 1 = never / wherever supported.
+// KernelConfig::gemm_skinny kOff / kOn (VTLLM_GEMM_SKINNY=0 / 1) = never / wherever supported.
 TEST(CudaGemmSkinny, DispatchFollowsTheRule) {
   VT_REQUIRE_GPU();
   EXPECT_TRUE(cuda::skinny_rule(1, 151936, 4096));
@@ -359,13 +359,14 @@ TEST(CudaGemmSkinny, DispatchFollowsTheRule) {
     Tensor out = Tensor::empty({m, n}, DType::kBF16, s.gpu.device());
     const bool supports = cuda::skinny_supports(x, w, out);
     EXPECT_EQ(supports, m <= cuda::kSkinnyLimitM) << m;
-    bool want = false;
-    switch (cuda::skinny_mode()) {
-      case cuda::SkinnyMode::kOff: want = false; break;
-      case cuda::SkinnyMode::kOn: want = supports; break;
-      case cuda::SkinnyMode::kAuto: want = supports && m <= cuda::kSkinnyMaxM; break;
+    for (Toggle mode : {Toggle::kAuto, Toggle::kOn, Toggle::kOff}) {
+      KernelConfig k;
+      k.gemm_skinny = mode;
+      const bool want = mode == Toggle::kOn     ? supports
+                        : mode == Toggle::kAuto ? supports && m <= cuda::kSkinnyMaxM
+                                                : false;
+      EXPECT_EQ(cuda::use_skinny(k, x, w, out), want) << "M=" << m << " " << k.str();
     }
-    EXPECT_EQ(cuda::use_skinny(x, w, out), want) << "M=" << m;
   }
 }
 

@@ -8,8 +8,9 @@
 //   - Against the unfused CUDA launches (l2_normalize, gdn_gates, gated_delta_rule_
 //     recurrent, gated_rms_norm) bit for bit, over consecutive steps carrying the state:
 //     the kernel repeats their arithmetic and rounding points.
-//   - The op's choice of the kernel (the measured rule, VTLLM_GDN_FUSED); the tests above
-//     and below set VTLLM_GDN_FUSED=1 so every batch runs the kernel.
+//   - The op's choice of the kernel (the measured rule, KernelConfig::gdn_fused); the
+//     tests above and below set gdn_fused = kOn on their stream so every batch runs the
+//     kernel.
 //   - The decode layer's conv and fused op captured in a CUDA graph (device indices):
 //     two kernels, and every replay gives the bytes of an eager run, PDL off and on.
 //   - The conv with device indices in both its forms (no more tokens than requests: one
@@ -38,7 +39,6 @@
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/api.h"
 #include "vt/cuda/gdn.h"
-#include "vt/cuda/launch.h"
 #include "vt/cuda/stream_state.h"
 #endif
 
@@ -51,7 +51,11 @@ using cudatest::kBf16ChainRel;
 using cudatest::kBf16Rel;
 using cudatest::poisoned_gpu;
 using cudatest::randn;
+using cudatest::ScopedKernels;
 using cudatest::Streams;
+
+// KernelConfig::gdn_fused = kOn: every batch on the fused kernel, past the op's rule.
+void fused_kernel_always(KernelConfig& k) { k.gdn_fused = Toggle::kOn; }
 
 // Starts of requests of the given lengths.
 std::vector<int32_t> starts_of(const std::vector<int32_t>& lens) {
@@ -194,8 +198,8 @@ void fused_vs_cpu_case(Streams& s, int64_t hk, int64_t hv, int64_t d,
 
 TEST(CudaGdnDecode, FusedStepMatchesCpu) {
   VT_REQUIRE_GPU();
-  const cudatest::ScopedEnv kernel("VTLLM_GDN_FUSED", "1");  // every batch on the kernel
   Streams s;
+  const ScopedKernels kernel(s.gpu, fused_kernel_always);
   uint64_t seed = 3000;
   for (int64_t B : {1, 3, 64})
     for (int64_t hv : {32, 48})
@@ -249,8 +253,8 @@ void fused_vs_unfused_case(Streams& s, int64_t B, int64_t hk, int64_t hv, int64_
 
 TEST(CudaGdnDecode, FusedStepEqualsUnfusedLaunchesBitForBit) {
   VT_REQUIRE_GPU();
-  const cudatest::ScopedEnv kernel("VTLLM_GDN_FUSED", "1");  // every batch on the kernel
   Streams s;
+  const ScopedKernels kernel(s.gpu, fused_kernel_always);
   fused_vs_unfused_case(s, 1, 16, 32, 128, DType::kBF16, 4000);
   fused_vs_unfused_case(s, 3, 16, 48, 128, DType::kBF16, 4100);
   fused_vs_unfused_case(s, 64, 16, 32, 128, DType::kBF16, 4200);
@@ -265,6 +269,7 @@ TEST(CudaGdnDecode, FusedKernelChoiceFollowsTheRule) {
   VT_REQUIRE_GPU();
 #if VTLLM_WITH_CUDA
   Streams s;
+  s.gpu.set_kernel_config(KernelConfig{});  // the rule, whatever the environment says
   const int64_t two_waves = 2 * 8 * s.gpu.cuda_state().num_sms;  // CTAs of 32 columns
   for (int64_t B : {1, 8, 16, 17, 32, 64, 256})
     for (int64_t hv : {32, 48}) {
@@ -275,17 +280,13 @@ TEST(CudaGdnDecode, FusedKernelChoiceFollowsTheRule) {
           << "Dv 64";
     }
   {
-    const cudatest::ScopedEnv on("VTLLM_GDN_FUSED", "1");
+    const ScopedKernels on(s.gpu, fused_kernel_always);
     EXPECT_TRUE(cuda::gdn_fused_recurrent_selected(s.gpu, 256, 48, 128, 128));
     EXPECT_FALSE(cuda::gdn_fused_recurrent_selected(s.gpu, 1, 32, 128, 288));
   }
   {
-    const cudatest::ScopedEnv off("VTLLM_GDN_FUSED", "0");
+    const ScopedKernels off(s.gpu, [](KernelConfig& k) { k.gdn_fused = Toggle::kOff; });
     EXPECT_FALSE(cuda::gdn_fused_recurrent_selected(s.gpu, 1, 32, 128, 128));
-  }
-  {
-    const cudatest::ScopedEnv bad("VTLLM_GDN_FUSED", "yes");
-    EXPECT_THROW(cuda::gdn_fused_recurrent_selected(s.gpu, 1, 32, 128, 128), vtllm::Error);
   }
 #endif
 }
@@ -309,8 +310,8 @@ struct GraphStep {
 TEST(CudaGdnDecode, CapturedStepReplaysEagerBytes) {
   VT_REQUIRE_GPU();
 #if VTLLM_WITH_CUDA
-  const cudatest::ScopedEnv kernel("VTLLM_GDN_FUSED", "1");
   Streams s;
+  const ScopedKernels kernel(s.gpu, fused_kernel_always);
   const int64_t B = 8, hk = 16, hv = 32, d = 128, K = 4, slots = B + 4;
   const DType dt = DType::kBF16;
   GraphStep g{make_layer(hk, hv, d, dt, 5000).on(s), {}, {}, {}, {}, {}, {}};
@@ -331,7 +332,8 @@ TEST(CudaGdnDecode, CapturedStepReplaysEagerBytes) {
     copy(s.gpu, s.up(state0), g.state);
   };
   for (bool pdl : {false, true}) {
-    cuda::ScopedPdl scoped(pdl);
+    const ScopedKernels scoped(s.gpu,
+                               [&](KernelConfig& k) { k.pdl = pdl ? Toggle::kOn : Toggle::kAuto; });
     fill(5020);
     g.run(s.gpu);  // warm-up: scratch sized before capture
     s.gpu.synchronize();

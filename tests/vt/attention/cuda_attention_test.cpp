@@ -428,6 +428,24 @@ TEST(CudaPagedDecode, BatchesUpTo64MixedLengths) {
   }
 }
 
+// Decode steps sent to the CUDA-core kernel (KernelConfig::attn_decode = kCudaCores, the
+// kernel f32 and mixed dtypes take) meet the same contract: CPU op, device indices with
+// graph bounds, padding and unowned rows.
+TEST(CudaPagedDecode, CudaCoreKernelUnderTheSwitchMatchesCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const cudatest::ScopedKernels cuda_cores(
+      s.gpu, [](KernelConfig& k) { k.attn_decode = AttnDecodeKernel::kCudaCores; });
+  std::mt19937 rng(78);
+  for (int64_t B : {1, 7, 32}) {
+    std::vector<int64_t> lens;
+    for (int64_t b = 0; b < B; ++b) lens.push_back(1 + int64_t(rng() % 1200));
+    run_decode_case(s, lens, 16, 4, 256, DType::kBF16, 1300 + uint64_t(B),
+                    "cuda cores d256 gqa4 batch " + std::to_string(B), B % 4, 1);
+  }
+  run_decode_case(s, {1, 64, 65, 700}, 32, 8, 128, DType::kF16, 1350, "cuda cores d128 f16");
+}
+
 TEST(CudaPagedDecode, LongContext32768SplitK) {
   VT_REQUIRE_GPU();
   Streams s;

@@ -322,12 +322,24 @@ TEST(CudaGdn, DeltaRuleRecurrentDecodeBatchesMatchCpu) {
         delta_decode_case(s, B, 16, hv, B % 2 ? DType::kBF16 : DType::kF32, seed += 10);
 }
 
+// The same decode batches through the warp kernel (KernelConfig::gdn_decode = kWarp, the
+// kernel Dv % 4 != 0 takes), which the shipped rule leaves to such heads.
+TEST(CudaGdn, DeltaRuleRecurrentWarpKernelDecodeBatchesMatchCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const cudatest::ScopedKernels warp(
+      s.gpu, [](KernelConfig& k) { k.gdn_decode = GdnDecodeKernel::kWarp; });
+  uint64_t seed = 1500;
+  for (int64_t B : {1, 3, 8, 64})
+    for (int64_t hv : {32, 48})
+      delta_decode_case(s, B, 16, hv, B % 2 ? DType::kBF16 : DType::kF32, seed += 10);
+}
+
 }  // namespace
 }  // namespace vt
 
-// ---- The tensor-core chunked prefill (VTLLM_GDN_PREFILL=tc, the default:
-// cuda/gdn/chunk_wy_tc.cu + chunk_scan_tc.cu, 3xTF32 products) against the CPU chunked
-// form and against the first CUDA version on f32 CUDA cores (VTLLM_GDN_PREFILL=f32). ----
+// ---- The tensor-core chunked prefill (cuda/gdn/chunk_wy_tc.cu + chunk_scan_tc.cu,
+// 3xTF32 products) against the CPU chunked and recurrent forms, with the stress gates. ----
 
 namespace vt {
 namespace {
@@ -362,14 +374,14 @@ Tensor mixed_gates(int64_t T, int64_t hv, uint64_t seed) {
 }
 
 // One prefill batch (lengths `lens`, slots out of order with gaps, every slot from a
-// random state) through the CPU chunked form, the f32 CUDA kernels and the tensor-core
-// ones. The f32 path's own error against the CPU sets the bar: the tc path must stay
-// within 8x of it (both are f32 arithmetic in other orders; 3xTF32 drops only
-// a_small b_small, ~2^-22 of each product, and the tensor cores' f32 accumulation may
-// round differently; in a host emulation of the kernels the two pairs' errors came out
-// within 10% of each other, and a plain 1xTF32 product ~500x off) and within the
-// suite's f32 tolerance (rel 1e-4 + 1e-4 rms) of both; a bf16 out may land one bf16 ulp
-// apart.
+// random state) through the CPU chunked form, the CPU recurrent form and the tensor-core
+// kernels. The CPU chunked form's own distance from the recurrent one sets the bar: the
+// tc path's distance from the recurrent form must stay within 8x of it (both are f32
+// chunked arithmetic in other orders; 3xTF32 drops only a_small b_small, ~2^-22 of each
+// product, and the tensor cores' f32 accumulation may round differently; in a host
+// emulation of the kernels the tc pair's error came out within 10% of an f32 CUDA-core
+// pair's, and a plain 1xTF32 product ~500x off), and within the suite's f32 tolerance
+// (rel 1e-4 + 1e-4 rms) of both CPU forms; a bf16 out may land one bf16 ulp apart.
 void tc_prefill_case(Streams& s, const std::vector<int32_t>& lens, int64_t hk, int64_t hv, DType io,
                      uint64_t seed) {
   const int64_t dk = 128, dv = 128, B = int64_t(lens.size()), slots = 2 * B + 1;
@@ -386,48 +398,45 @@ void tc_prefill_case(Streams& s, const std::vector<int32_t>& lens, int64_t hk, i
   Tensor v = randn({T, hv, dv}, io, 1.0, seed + 2);
   Tensor g = mixed_gates(T, hv, seed + 3), beta = uniform({T, hv}, 0.05f, 0.95f, seed + 4);
   Tensor st = randn({slots, hv, dk, dv}, DType::kF32, 0.5, seed + 5);
-  Tensor st_f32 = s.up(st), st_tc = s.up(st);
+  Tensor st_tc = s.up(st), st_rec = Tensor::empty(st.shape(), DType::kF32);
+  copy(s.cpu, st, st_rec);
   const float scale = 1.0f / std::sqrt(float(dk));
-  Tensor out = Tensor::empty({T, hv, dv}, io);
-  Tensor out_f32 = poisoned_gpu(s, {T, hv, dv}, io), out_tc = poisoned_gpu(s, {T, hv, dv}, io);
+  Tensor out = Tensor::empty({T, hv, dv}, io), out_rec = Tensor::empty({T, hv, dv}, io);
+  Tensor out_tc = poisoned_gpu(s, {T, hv, dv}, io);
   gated_delta_rule_chunked(s.cpu, q, k, v, g, beta, scale, i32(qsl), st, i32(slot), out);
+  gated_delta_rule_recurrent(s.cpu, q, k, v, g, beta, scale, i32(qsl), st_rec, i32(slot), out_rec);
   const Tensor qk_g = s.up(qk), v_g = s.up(v), g_g = s.up(g), beta_g = s.up(beta);
   const Tensor q_g = qk_g.slice(1, 0, hk), k_g = qk_g.slice(1, hk, 2 * hk);
-  {
-    cudatest::ScopedEnv path("VTLLM_GDN_PREFILL", "f32");
-    gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl), st_f32, i32(slot),
-                             out_f32);
-  }
-  {
-    cudatest::ScopedEnv path("VTLLM_GDN_PREFILL", "tc");
-    gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl), st_tc, i32(slot),
-                             out_tc);
-  }
+  gated_delta_rule_chunked(s.gpu, q_g, k_g, v_g, g_g, beta_g, scale, i32(qsl), st_tc, i32(slot),
+                           out_tc);
   std::string what = "tc prefill Hv " + std::to_string(hv) + " " + dtype_name(io) + " lengths";
   for (int32_t n : lens) what += " " + std::to_string(n);
   const double out_rel = io == DType::kF32 ? 1e-4 : kBf16Rel;
   expect_close(s, out, out_tc, out_rel, 1e-4, what + ": out vs CPU chunked");
   expect_close(s, st, st_tc, 1e-4, 1e-4, what + ": state vs CPU chunked");
-  expect_close(s, s.down(out_f32), out_tc, out_rel, 1e-4, what + ": out vs the f32 kernels");
-  expect_close(s, s.down(st_f32), st_tc, 1e-4, 1e-4, what + ": state vs the f32 kernels");
-  // Relative to the f32 path's own error (state always; out when it is f32, a bf16 out's
-  // error being its rounding). The floor, 2e-6 of rms, is ~16 f32 ulps of an rms value.
-  const double st_err_f32 = max_err_over_rms(s, st, st_f32),
-               st_err_tc = max_err_over_rms(s, st, st_tc);
-  EXPECT_LE(st_err_tc, std::max(8 * st_err_f32, 2e-6))
-      << what << ": state error over rms, tc " << st_err_tc << " vs f32 kernels " << st_err_f32;
+  expect_close(s, out_rec, out_tc, out_rel, 1e-4, what + ": out vs CPU recurrent");
+  expect_close(s, st_rec, st_tc, 1e-4, 1e-4, what + ": state vs CPU recurrent");
+  // Relative to the CPU chunked form's own distance from the recurrent one (state always;
+  // out when it is f32, a bf16 out's error being its rounding). The floor, 2e-6 of rms,
+  // is ~16 f32 ulps of an rms value.
+  const double st_err_cpu = max_err_over_rms(s, st_rec, st),
+               st_err_tc = max_err_over_rms(s, st_rec, st_tc);
+  EXPECT_LE(st_err_tc, std::max(8 * st_err_cpu, 2e-6))
+      << what << ": state error over rms vs the recurrent form, tc " << st_err_tc
+      << ", CPU chunked " << st_err_cpu;
   if (io == DType::kF32) {
-    const double o_err_f32 = max_err_over_rms(s, out, out_f32),
-                 o_err_tc = max_err_over_rms(s, out, out_tc);
-    EXPECT_LE(o_err_tc, std::max(8 * o_err_f32, 2e-6))
-        << what << ": out error over rms, tc " << o_err_tc << " vs f32 kernels " << o_err_f32;
+    const double o_err_cpu = max_err_over_rms(s, out_rec, out),
+                 o_err_tc = max_err_over_rms(s, out_rec, out_tc);
+    EXPECT_LE(o_err_tc, std::max(8 * o_err_cpu, 2e-6))
+        << what << ": out error over rms vs the recurrent form, tc " << o_err_tc << ", CPU chunked "
+        << o_err_cpu;
   }
 }
 
-TEST(CudaGdn, ChunkedPrefillTensorCoresMatchCpuAndF32Kernels) {
+TEST(CudaGdn, ChunkedPrefillTensorCoresMatchCpuBothForms) {
   VT_REQUIRE_GPU();
   Streams s;
-  const std::vector<int32_t> mixed{1, 63, 64, 65, 512, 4096};  // Hv 48: 76 chunks, three tc passes (two f32)
+  const std::vector<int32_t> mixed{1, 63, 64, 65, 512, 4096};  // Hv 48: 76 chunks, three passes
   tc_prefill_case(s, mixed, 16, 32, DType::kF32, 1100);        // 9B / 35B shape
   tc_prefill_case(s, mixed, 16, 48, DType::kBF16, 1110);       // 27B shape
   tc_prefill_case(s, mixed, 16, 48, DType::kF32, 1120);
@@ -445,7 +454,6 @@ TEST(CudaGdn, ChunkedPrefillTensorCoresMatchCpuAndF32Kernels) {
 TEST(CudaGdn, RecurrentDecodeContinuesTensorCorePrefill) {
   VT_REQUIRE_GPU();
   Streams s;
-  cudatest::ScopedEnv path("VTLLM_GDN_PREFILL", "tc");
   const int64_t hk = 16, hv = 32, d = 128, steps = 3;
   const std::vector<int32_t> prompt{67, 130, 5}, slot{2, 0, 3};
   const int64_t B = int64_t(prompt.size()), slots = 4;

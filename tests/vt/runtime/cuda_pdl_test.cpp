@@ -1,4 +1,5 @@
-// Programmatic dependent launch of the small kernels (vt/cuda/launch.cuh, launch.h): inside
+// Programmatic dependent launch of the small kernels (vt/cuda/launch.cuh, the switch
+// KernelConfig::pdl): inside
 // a captured CUDA graph every PDL-aware kernel may be launched while the kernel before it
 // still runs, so each must wait before it reads. Checked three ways:
 //   - a GDN decode step (embedding, a device copy, add_rms_norm, skinny linear,
@@ -11,8 +12,9 @@
 //     triggering their dependents early) followed by each PDL-aware op reading its
 //     output, whose old contents are different random values: a consumer that skipped
 //     its wait would read those;
-//   - PDL off (VTLLM_PDL=0, here ScopedPdl) and on give identical bytes, and only on
-//     records the extra programmatic graph edges.
+//   - PDL off, auto (the skinny GEMM only) and on (KernelConfig::pdl, here set on the
+//     stream) give identical bytes, off records no programmatic graph edge and on the
+//     small kernels' on top of auto's.
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
@@ -36,7 +38,6 @@
 #include "vt/cuda/api.h"
 #include "vt/cuda/elementwise.h"
 #include "vt/cuda/gemm.h"
-#include "vt/cuda/launch.h"
 #include "vt/ops/args.h"
 #endif
 
@@ -46,10 +47,11 @@ namespace {
 #if VTLLM_WITH_CUDA
 
 using cudatest::expect_close;
-using cudatest::kBf16ChainRel;
 using cudatest::i32;
+using cudatest::kBf16ChainRel;
 using cudatest::kBf16Rel;
 using cudatest::randn;
+using cudatest::ScopedKernels;
 using cudatest::Streams;
 using cudatest::uniform;
 
@@ -279,11 +281,11 @@ struct Replayed {
   }
 };
 
-// Captures the step with PDL `pdl`, replays it once per seed (new inputs each time) and
-// returns what each replay left; *edges: the graph's programmatic edges.
-std::vector<Replayed> replay_step(Streams& s, DecodeStep& step, bool pdl,
+// Captures the step with KernelConfig::pdl = `pdl`, replays it once per seed (new inputs
+// each time) and returns what each replay left; *edges: the graph's programmatic edges.
+std::vector<Replayed> replay_step(Streams& s, DecodeStep& step, Toggle pdl,
                                   const std::vector<uint64_t>& seeds, int64_t* edges) {
-  cuda::ScopedPdl scoped(pdl);
+  const ScopedKernels scoped(s.gpu, [&](KernelConfig& k) { k.pdl = pdl; });
   step.run(s.gpu);  // warm-up: plans and scratch sized before the capture
   s.gpu.synchronize();
   s.gpu.begin_capture();
@@ -316,7 +318,7 @@ TEST(CudaPdl, DecodeStepGraphReplaysEqualEagerAndCpu) {
   DecodeStep step(s);
   const std::vector<uint64_t> seeds = replay_seeds(12);
   int64_t edges = 0;
-  const std::vector<Replayed> replays = replay_step(s, step, true, seeds, &edges);
+  const std::vector<Replayed> replays = replay_step(s, step, Toggle::kOn, seeds, &edges);
   for (size_t i = 0; i < seeds.size(); ++i) {
     const std::string what = "replay " + std::to_string(i);
     const StepIn in = step.inputs(seeds[i]);
@@ -333,27 +335,32 @@ TEST(CudaPdl, DecodeStepGraphReplaysEqualEagerAndCpu) {
   }
 }
 
-// PDL off and on: the same bytes at every replay; only on adds programmatic edges, for the
-// 10 PDL-aware launches after a kernel (embedding is the graph's first node, add_rms_norm
+// PDL off, auto and on: the same bytes at every replay. Off records no programmatic edge;
+// on adds to auto's (the skinny GEMM's, where the rule picks it) those of the 10
+// PDL-aware launches after a kernel (embedding is the graph's first node, add_rms_norm
 // follows the copy's memcpy node; the conv is one launch at decode, conv_request_kernel).
-// The skinny GEMM's own edges are in both.
 TEST(CudaPdl, SwitchOffAndOnGiveIdenticalBytes) {
   VT_REQUIRE_GPU();
   Streams s;
   DecodeStep step(s);
   const std::vector<uint64_t> seeds = replay_seeds(4);
-  int64_t edges_off = 0, edges_on = 0;
-  const std::vector<Replayed> off = replay_step(s, step, false, seeds, &edges_off);
-  const std::vector<Replayed> on = replay_step(s, step, true, seeds, &edges_on);
+  int64_t edges_off = 0, edges_auto = 0, edges_on = 0;
+  const std::vector<Replayed> off = replay_step(s, step, Toggle::kOff, seeds, &edges_off);
+  const std::vector<Replayed> autom = replay_step(s, step, Toggle::kAuto, seeds, &edges_auto);
+  const std::vector<Replayed> on = replay_step(s, step, Toggle::kOn, seeds, &edges_on);
   for (size_t i = 0; i < seeds.size(); ++i) {
-    const std::vector<Tensor> a = off[i].all(), b = on[i].all();
-    for (size_t t = 0; t < a.size(); ++t)
+    const std::vector<Tensor> a = off[i].all(), b = autom[i].all(), c = on[i].all();
+    for (size_t t = 0; t < a.size(); ++t) {
       EXPECT_TRUE(same_bytes(s, a[t], b[t]))
+          << "replay " << i << ": tensor " << t << " differs between PDL off and auto";
+      EXPECT_TRUE(same_bytes(s, a[t], c[t]))
           << "replay " << i << ": tensor " << t << " differs between PDL off and on";
+    }
   }
-  EXPECT_GE(edges_off, 0) << "cudaGraphGetEdges failed";
-  EXPECT_GE(edges_on - edges_off, 10)
-      << "PDL on recorded " << edges_on << " programmatic edges, off " << edges_off;
+  EXPECT_EQ(edges_off, 0) << "PDL off recorded programmatic edges (-1: cudaGraphGetEdges failed)";
+  EXPECT_GE(edges_auto, edges_off);
+  EXPECT_GE(edges_on - edges_auto, 10)
+      << "PDL on recorded " << edges_on << " programmatic edges, auto " << edges_auto;
 }
 
 // ---- A slow producer of y [m, n], then one PDL-aware op reading y.
@@ -622,7 +629,7 @@ std::vector<Consumer> consumers(Streams& s) {
 TEST(CudaPdl, ConsumersAfterASlowProducerReadItsOutput) {
   VT_REQUIRE_GPU();
   Streams s;
-  cuda::ScopedPdl pdl(true);
+  const ScopedKernels pdl(s.gpu, [](KernelConfig& k) { k.pdl = Toggle::kOn; });
   const std::vector<Consumer> cs = consumers(s);
   uint64_t seed = 2000;
   for (const Producer& p : {skinny_producer(s), rms_norm_producer(s)}) {

@@ -1,0 +1,57 @@
+// The CUDA linear op (the dispatch: cuBLASLt or the skinny kernel) against the CPU op at
+// model shapes, mixed dtypes, bias and strided x. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "cuda_compare.h"
+#include "vt/ops/gemm.h"
+
+namespace vt {
+namespace {
+
+using cudatest::expect_close;
+using cudatest::kBf16Rel;
+using cudatest::poisoned_gpu;
+using cudatest::randn;
+using cudatest::Streams;
+
+TEST(CudaLinear, MatchesCpuAtModelShapes) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  struct Case {
+    int64_t m, k, n;
+    DType x, w, out;
+    bool bias, strided_x;
+  };
+  // Qwen3.5-27B: hidden 5120, q_proj 5120 -> 12288 (24 heads x 2 x 256), MLP down 17408 -> 5120.
+  const Case cases[] = {
+      {1, 5120, 12288, DType::kBF16, DType::kBF16, DType::kBF16, false, false},
+      {64, 17408, 5120, DType::kBF16, DType::kBF16, DType::kBF16, false, false},
+      {130, 1024, 3072, DType::kBF16, DType::kBF16, DType::kF32, false, true},
+      {37, 1024, 1000, DType::kF32, DType::kF32, DType::kF32, true, false},
+      {5, 512, 700, DType::kF32, DType::kBF16, DType::kBF16, true, false},
+  };
+  uint64_t seed = 20;
+  for (const Case& c : cases) {
+    const std::string what = "linear x " + std::string(dtype_name(c.x)) + shape_str({c.m, c.k}) +
+                             " w " + dtype_name(c.w) + shape_str({c.n, c.k}) + " -> " +
+                             dtype_name(c.out) + (c.bias ? " +bias" : "") +
+                             (c.strided_x ? " strided x" : "");
+    Tensor xbig = randn({c.m, c.k + (c.strided_x ? 64 : 0)}, c.x, 1.0, seed++);
+    Tensor x = xbig.slice(1, 0, c.k);
+    Tensor w = randn({c.n, c.k}, c.w, 1.0 / std::sqrt(double(c.k)), seed++);
+    Tensor bias = c.bias ? randn({c.n}, DType::kF32, 1.0, seed++) : Tensor();
+    Tensor want = Tensor::empty({c.m, c.n}, c.out);
+    linear(s.cpu, x, w, want, bias);
+    Tensor got = poisoned_gpu(s, {c.m, c.n}, c.out);
+    Tensor xg = s.up(xbig).slice(1, 0, c.k);
+    linear(s.gpu, xg, s.up(w), got, c.bias ? s.up(bias) : Tensor());
+    // f32 sums of K products in different orders: ~sqrt(K) 2^-24 of the output scale.
+    expect_close(s, want, got, c.out == DType::kF32 ? 1e-5 : kBf16Rel, 2e-5, what);
+  }
+}
+
+}  // namespace
+}  // namespace vt
