@@ -153,9 +153,7 @@ int bench_throughput(int argc, char** argv) {
   c.dir = args.positional()[0];
   c.device = vt::device_from_name(args.get_or("device", "cuda"));
   const std::string format = args.get_or("load-format", "auto");
-  VT_CHECK(format == "auto" || format == "dummy", "--load-format ", format,
-           ": expected auto or dummy");
-  c.load_format = io::load_format_from_name(format);
+  c.load_format = io::load_format_from_name(format, "--load-format");
   c.batches = parse_int_list("batch", args.get_or("batch", "1"));
   c.input_len = args.get_int("input-len", 512);
   c.output_len = args.get_int("output-len", 64);

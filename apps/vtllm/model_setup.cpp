@@ -52,10 +52,7 @@ engine::EngineArgs model_flags_from_args(const Args& args, const std::string& di
                                          int64_t default_max_num_seqs) {
   engine::EngineArgs f;
   f.dir = dir;
-  const std::string format = args.get_or("load-format", "auto");
-  VT_CHECK(format == "auto" || format == "dummy", "--load-format ", format,
-           ": expected auto or dummy");
-  f.load_format = io::load_format_from_name(format);
+  f.load_format = io::load_format_from_name(args.get_or("load-format", "auto"), "--load-format");
   f.language_model_only = args.has("language-model-only");
   f.max_model_len = args.get_int("max-model-len", 0);
   VT_CHECK(!args.has("max-model-len") || f.max_model_len > 0, "--max-model-len ", f.max_model_len,
@@ -68,11 +65,7 @@ engine::EngineArgs model_flags_from_args(const Args& args, const std::string& di
            "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
   f.enable_prefix_caching = !args.has("no-enable-prefix-caching");
   f.chat_template_file = args.get_or("chat-template", "");
-  std::string device = args.get_or("device", "auto");
-  VT_CHECK(device == "auto" || device == "cpu" || device == "cuda", "--device ", device,
-           ": expected auto, cpu or cuda");
-  if (device == "auto") device = VTLLM_WITH_CUDA && vt::cuda_device_count() > 0 ? "cuda" : "cpu";
-  if (device == "cuda") f.device = vt::Device::cuda(0);
+  f.device = engine::resolve_device(args.get_or("device", "auto"), "--device");
   f.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
   f.enforce_eager = args.has("enforce-eager");
   // vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN, under this project's prefix; read here only.

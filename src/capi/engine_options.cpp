@@ -45,11 +45,7 @@ EngineOptions parse_engine_options(const std::string& dir, const std::string& op
       }
     }
     device = f.get_string("device", device);
-    if (auto v = f.opt_string("load_format")) {
-      if (*v != "auto" && *v != "dummy")
-        f.fail("load_format", str_cat("'", *v, "': expected auto or dummy"));
-      a.load_format = io::load_format_from_name(*v);
-    }
+    if (auto v = f.opt_string("load_format")) a.load_format = io::load_format_from_name(*v, "options_json: load_format");
     if (auto v = f.opt_int("max_model_len", 1)) a.max_model_len = *v;
     a.max_num_seqs = f.get_int("max_num_seqs", a.max_num_seqs);
     a.max_num_batched_tokens = f.get_int("max_num_batched_tokens", a.max_num_batched_tokens);
@@ -61,10 +57,7 @@ EngineOptions parse_engine_options(const std::string& dir, const std::string& op
     a.chat_template_file = f.get_string("chat_template", "");
     o.served_model_name = f.get_string("served_model_name", o.served_model_name);
   }
-  if (device != "auto" && device != "cpu" && device != "cuda")
-    VT_THROW("options_json: device: '", device, "': expected auto, cpu or cuda");
-  if (device == "auto") device = VTLLM_WITH_CUDA && vt::cuda_device_count() > 0 ? "cuda" : "cpu";
-  if (device == "cuda") a.device = vt::Device::cuda(0);
+  a.device = engine::resolve_device(device, "options_json: device:");
   a.validate();
   return o;
 }

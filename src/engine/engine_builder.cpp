@@ -33,6 +33,16 @@ void EngineArgs::validate() const {
   }
 }
 
+vt::Device resolve_device(const std::string& name, const std::string& what) {
+  if (name == "auto")
+    return VTLLM_WITH_CUDA && vt::cuda_device_count() > 0 ? vt::Device::cuda(0) : vt::Device::cpu();
+  try {
+    return vt::device_from_name(name);
+  } catch (const Error& e) {
+    VT_THROW(what, " ", name, ": ", e.what(), " or auto");
+  }
+}
+
 uint64_t host_memory_available() {
   std::ifstream in("/proc/meminfo");
   std::string key, unit;

@@ -72,6 +72,10 @@ struct EngineParts {
 // Validates `args` and builds the parts (an explicit chat_template_file must load).
 EngineParts build_engine(const EngineArgs& args);
 
+// --device auto|cpu|cuda|cuda:N (the serve flag and the C API option): auto is cuda:0
+// when a GPU is visible, else the CPU; others as vt::device_from_name. Errors name `what`.
+vt::Device resolve_device(const std::string& name, const std::string& what);
+
 // MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
 uint64_t host_memory_available();
 

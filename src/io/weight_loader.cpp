@@ -194,10 +194,10 @@ bool want_progress(LoadOptions::Progress p) {
 
 }  // namespace
 
-LoadFormat load_format_from_name(const std::string& name) {
+LoadFormat load_format_from_name(const std::string& name, const std::string& what) {
   if (name == "auto") return LoadFormat::kAuto;
   if (name == "dummy") return LoadFormat::kDummy;
-  VT_THROW("unknown load format '", name, "' (expected auto or dummy)");
+  VT_THROW(what, ": unknown load format '", name, "' (expected auto or dummy)");
 }
 
 int64_t LoadSummary::skipped_total() const {

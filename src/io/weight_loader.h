@@ -50,7 +50,9 @@ ParamTotals param_totals(const std::vector<ParamSpec>& specs);
 
 enum class LoadFormat { kAuto, kDummy };
 // "auto" (safetensors files) or "dummy" (vLLM's --load-format dummy); throws otherwise.
-LoadFormat load_format_from_name(const std::string& name);
+// `what` labels the error ("--load-format", "options_json: load_format").
+LoadFormat load_format_from_name(const std::string& name,
+                                 const std::string& what = "load format");
 
 struct LoadOptions {
   vt::Device device = vt::Device::cpu();
