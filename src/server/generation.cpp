@@ -126,6 +126,10 @@ std::optional<std::vector<PromptPositionLogprobs>> Generation::prompt_logprobs_o
   return out;
 }
 
+bool Generation::have_prompt_logprobs(size_t p) const {
+  return prompt_lps_[p].size() == spec_.prompts[p].size();
+}
+
 std::vector<TokenLogprob> Generation::echo_logprobs(size_t p) const {
   const std::vector<int32_t>& ids = spec_.prompts[p];
   const auto& lps = prompt_lps_[p];
@@ -167,7 +171,10 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
     if (echo) delta.text = spec_.echo[p];
     // A stream sends the echoed prompt's logprobs in the choice's first chunk (n = 1
     // there, so this output carries them); a whole response prepends them at the end.
-    if (echo && spec_.stream && delta.has_logprobs) delta.logprobs = echo_logprobs(p);
+    // An abort before the prompt was computed has none: the choice ends without them.
+    const bool aborted = o.finished && o.finish_reason == engine::FinishReason::kAbort;
+    if (echo && spec_.stream && delta.has_logprobs && !(aborted && !have_prompt_logprobs(p)))
+      delta.logprobs = echo_logprobs(p);
     if (o.num_cached_tokens > 0) cached_tokens_[p] = o.num_cached_tokens;
   }
   const int64_t k = int64_t(o.new_token_ids.size());
@@ -283,9 +290,11 @@ std::string Generation::run_to_end() {
     c.finish_reason = choices_[i].finish_reason;
     c.has_logprobs = spec_.params.logprobs.has_value();
     const size_t p = i / size_t(spec_.params.n);
-    if (p < spec_.echo.size() && c.has_logprobs) c.logprobs = echo_logprobs(p);
+    // An aborted request may end before its prompt logprobs came: the choice has none.
+    const bool have = have_prompt_logprobs(p) || !saw_abort_;
+    if (p < spec_.echo.size() && c.has_logprobs && have) c.logprobs = echo_logprobs(p);
     c.logprobs.insert(c.logprobs.end(), choices_[i].logprobs.begin(), choices_[i].logprobs.end());
-    c.prompt_logprobs = prompt_logprobs_of(p);
+    if (have) c.prompt_logprobs = prompt_logprobs_of(p);
     c.stop_token = choices_[i].stop_token;
     c.stop_string = choices_[i].stop_string;
     choices.push_back(std::move(c));

@@ -105,6 +105,8 @@ class Generation {
   // The echoed prompt p's tokens as completions' logprobs: the first without a logprob,
   // each with its top `logprobs` alternatives.
   std::vector<TokenLogprob> echo_logprobs(size_t p) const;
+  // Whether prompt p's prompt logprobs arrived (one per prompt token).
+  bool have_prompt_logprobs(size_t p) const;
   Usage usage() const;
 
   // The error cancel() was given, if any.
