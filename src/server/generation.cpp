@@ -56,6 +56,7 @@ Generation::Generation(engine::AsyncEngine& engine, const text::Tokenizer& token
       arrival_(std::chrono::steady_clock::now()),
       stream_done_(spec_.prompts.size(), false),
       cached_tokens_(spec_.prompts.size(), 0),
+      prompt_lps_(spec_.prompts.size()),
       samples_finished_(spec_.prompts.size(), 0),
       choices_(spec_.prompts.size() * size_t(spec_.params.n)) {
   for (size_t p = 0; p < spec_.prompts.size(); ++p) {
@@ -103,6 +104,56 @@ std::string Generation::token_text(int32_t id) const {
   return tokenizer_.decode(one, false);
 }
 
+std::optional<std::vector<PromptPositionLogprobs>> Generation::prompt_logprobs_of(size_t p) const {
+  if (!spec_.params.prompt_logprobs) return std::nullopt;
+  const auto& lps = prompt_lps_[p];
+  VT_CHECK(lps.size() == spec_.prompts[p].size(), "generation '", spec_.header.id, "': prompt ", p,
+           " has ", lps.size(), " prompt logprobs for ", spec_.prompts[p].size(), " tokens");
+  std::vector<PromptPositionLogprobs> out;
+  for (const std::optional<engine::SampleResult>& r : lps) {
+    if (!r) {
+      out.emplace_back(std::nullopt);
+      continue;
+    }
+    std::vector<RankedLogprob> pos;
+    pos.push_back(RankedLogprob{r->token, r->logprob, r->rank, token_text(r->token)});
+    int64_t rank = 1;
+    for (const engine::TokenLogprob& alt : r->top_logprobs) {
+      pos.push_back(RankedLogprob{alt.token, alt.logprob, rank++, token_text(alt.token)});
+    }
+    out.emplace_back(std::move(pos));
+  }
+  return out;
+}
+
+bool Generation::have_prompt_logprobs(size_t p) const {
+  return prompt_lps_[p].size() == spec_.prompts[p].size();
+}
+
+std::vector<TokenLogprob> Generation::echo_logprobs(size_t p) const {
+  const std::vector<int32_t>& ids = spec_.prompts[p];
+  const auto& lps = prompt_lps_[p];
+  VT_CHECK(lps.size() == ids.size(), "generation '", spec_.header.id, "': prompt ", p, " has ",
+           lps.size(), " prompt logprobs for ", ids.size(), " tokens");
+  const size_t n_top = size_t(spec_.params.logprobs.value_or(0));
+  std::vector<TokenLogprob> out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    TokenLogprob t;
+    t.token = token_text(ids[i]);
+    if (!lps[i]) {
+      t.none = true;
+    } else {
+      t.logprob = lps[i]->logprob;
+      const auto& top = lps[i]->top_logprobs;
+      for (size_t k = 0; k < top.size() && k < n_top; ++k) {
+        t.top.push_back(TopLogprob{token_text(top[k].token), top[k].logprob});
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
   const int n = spec_.params.n;
   VT_CHECK(o.index >= 0 && o.index < n, "generation '", spec_.header.id, "': output index ",
@@ -113,9 +164,17 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
   delta.index = int(p) * n + o.index;
   delta.has_logprobs = spec_.params.logprobs.has_value();
   delta.text_offset = s.text_sent;
+  if (!o.prompt_logprobs.empty()) prompt_lps_[p] = o.prompt_logprobs;
+  const bool echo = p < spec_.echo.size();
   if (!s.started) {
     s.started = true;
-    if (p < spec_.echo.size()) delta.text = spec_.echo[p];
+    if (echo) delta.text = spec_.echo[p];
+    // A stream sends the echoed prompt's logprobs in the choice's first chunk (n = 1
+    // there, so this output carries them); a whole response prepends them at the end.
+    // An abort before the prompt was computed has none: the choice ends without them.
+    const bool aborted = o.finished && o.finish_reason == engine::FinishReason::kAbort;
+    if (echo && spec_.stream && delta.has_logprobs && !(aborted && !have_prompt_logprobs(p)))
+      delta.logprobs = echo_logprobs(p);
     if (o.num_cached_tokens > 0) cached_tokens_[p] = o.num_cached_tokens;
   }
   const int64_t k = int64_t(o.new_token_ids.size());
@@ -130,8 +189,10 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
     completion_tokens_ += k;
     metrics_.generation_tokens.inc(double(k));
   }
-  delta.text += o.new_text;
+  // echo_only: the sampled token is not part of the choice (vLLM's max_tokens 0).
+  if (!spec_.echo_only) delta.text += o.new_text;
   for (const engine::SampleResult& r : o.logprobs) {
+    if (spec_.echo_only) break;
     TokenLogprob t{token_text(r.token), r.logprob, {}};
     for (const engine::TokenLogprob& alt : r.top_logprobs) {
       t.top.push_back(TopLogprob{token_text(alt.token), alt.logprob});
@@ -228,7 +289,12 @@ std::string Generation::run_to_end() {
     c.text = choices_[i].text;
     c.finish_reason = choices_[i].finish_reason;
     c.has_logprobs = spec_.params.logprobs.has_value();
-    c.logprobs = choices_[i].logprobs;
+    const size_t p = i / size_t(spec_.params.n);
+    // An aborted request may end before its prompt logprobs came: the choice has none.
+    const bool have = have_prompt_logprobs(p) || !saw_abort_;
+    if (p < spec_.echo.size() && c.has_logprobs && have) c.logprobs = echo_logprobs(p);
+    c.logprobs.insert(c.logprobs.end(), choices_[i].logprobs.begin(), choices_[i].logprobs.end());
+    if (have) c.prompt_logprobs = prompt_logprobs_of(p);
     c.stop_token = choices_[i].stop_token;
     c.stop_string = choices_[i].stop_string;
     choices.push_back(std::move(c));

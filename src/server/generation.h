@@ -32,6 +32,9 @@ struct GenerationSpec {
   ResponseHeader header;
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> echo;  // completions' echo: text put before each prompt's choices
+  // echo with max_tokens 0: each choice is the echoed prompt only (its text, and with
+  // logprobs its logprobs); the one sampled token is dropped.
+  bool echo_only = false;
   engine::SamplingParams params;  // n and max_tokens resolved
   bool stream = false;
   bool include_usage = false;
@@ -97,6 +100,13 @@ class Generation {
   // Folds one engine output of prompt p into its choice; returns the delta.
   Choice absorb(size_t p, const engine::EngineOutput& o);
   std::string token_text(int32_t id) const;
+  // prompt_logprobs of prompt p as the response writes them (null when not asked for).
+  std::optional<std::vector<PromptPositionLogprobs>> prompt_logprobs_of(size_t p) const;
+  // The echoed prompt p's tokens as completions' logprobs: the first without a logprob,
+  // each with its top `logprobs` alternatives.
+  std::vector<TokenLogprob> echo_logprobs(size_t p) const;
+  // Whether prompt p's prompt logprobs arrived (one per prompt token).
+  bool have_prompt_logprobs(size_t p) const;
   Usage usage() const;
 
   // The error cancel() was given, if any.
@@ -116,6 +126,8 @@ class Generation {
   std::vector<std::shared_ptr<engine::RequestStream>> streams_;
   std::vector<bool> stream_done_;
   std::vector<int64_t> cached_tokens_;
+  // Per prompt: the engine's prompt_logprobs (sample 0's first output carries them).
+  std::vector<std::vector<std::optional<engine::SampleResult>>> prompt_lps_;
   std::vector<int> samples_finished_;  // per prompt: samples whose last output came
   std::vector<ChoiceState> choices_;
   size_t current_ = 0;  // the prompt being streamed

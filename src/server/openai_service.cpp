@@ -239,7 +239,9 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
       longest = std::max<int64_t>(longest, int64_t(p.size()));
     }
     const int64_t max_tokens = resolve_max_tokens(chat, gen.max_tokens, longest, prompt_param);
-    spec.params = to_sampling_params(gen, max_tokens);
+    // echo with max_tokens 0: vLLM samples one token and returns the prompt only.
+    spec.echo_only = comp && comp->echo_only;
+    spec.params = to_sampling_params(gen, spec.echo_only ? 1 : max_tokens);
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx",
                   static_cast<unsigned long long>(next_id_.fetch_add(1)));

@@ -92,6 +92,11 @@ std::vector<int32_t> parse_token_ids(const json& v, const std::string& param) {
   return ids;
 }
 
+[[noreturn]] void throw_max_tokens_zero(const char* name) {
+  throw ApiError::bad_request(name, str_cat("'", name, "' = 0 is out of range [1, inf)"),
+                              "invalid_value");
+}
+
 void reject_if_present(const JsonFields& f, const char* name, const char* why) {
   if (f.find(name)) throw ApiError::bad_request(name, str_cat("'", name, "' ", why), "unsupported");
 }
@@ -120,7 +125,8 @@ GenerationRequest parse_common(const JsonFields& f) {
   GenerationRequest g;
   if (auto v = f.opt_string("model")) g.model = *v;
   if (auto v = f.opt_int("n", 1, kMaxN)) g.n = int(*v);
-  if (auto v = f.opt_int("max_tokens", 1, kI64Max)) g.max_tokens = *v;
+  // 0 passes here for completions' echo; the endpoints refuse it otherwise.
+  if (auto v = f.opt_int("max_tokens", 0, kI64Max)) g.max_tokens = *v;
   if (auto v = get_float(f, "temperature", 0, 1e6, false, "[0, inf)")) g.temperature = *v;
   if (auto v = get_float(f, "top_p", 0, 1, true, "(0, 1]")) g.top_p = *v;
   if (auto v = f.opt_int("top_k", -1, kI32Max)) g.top_k = int(*v);
@@ -165,9 +171,17 @@ GenerationRequest parse_common(const JsonFields& f) {
     g.truncate_prompt_tokens = *v;
   }
   reject_unimplemented(
-      f, {"allowed_token_ids", "bad_words", "prompt_logprobs", "use_beam_search",
-          "return_token_ids", "return_tokens_as_token_ids", "guided_json", "guided_regex",
-          "guided_choice", "guided_grammar", "structured_outputs", "logits_processors"});
+      f, {"allowed_token_ids", "bad_words", "use_beam_search", "return_token_ids",
+          "return_tokens_as_token_ids", "guided_json", "guided_regex", "guided_choice",
+          "guided_grammar", "structured_outputs", "logits_processors"});
+  if (auto v = f.opt_int("prompt_logprobs", 0, kMaxLogprobs)) {
+    // vLLM (protocol.py check_logprobs): refused with stream when it would return any.
+    if (g.stream && *v > 0) {
+      throw ApiError::bad_request("prompt_logprobs",
+                                  "'prompt_logprobs' are not available when 'stream' is true");
+    }
+    g.prompt_logprobs = int(*v);
+  }
   if (auto v = f.opt_string("user")) g.user = *v;
   if (g.max_tokens && g.min_tokens > *g.max_tokens) {
     throw ApiError::bad_request("min_tokens", str_cat("'min_tokens' = ", g.min_tokens,
@@ -291,8 +305,14 @@ CompletionRequest parse_completion_request(std::string_view body) try {
   r.prompts = parse_prompts(f.find("prompt"));
   if (auto v = f.opt_int("logprobs", 0, kMaxLogprobs)) r.gen.logprobs = int(*v);
   if (auto v = f.opt_bool("echo")) r.echo = *v;
-  if (r.echo && r.gen.logprobs) {
-    throw ApiError::bad_request("echo", "'echo' with 'logprobs' (prompt logprobs) is not supported",
+  if (r.gen.max_tokens == 0) {
+    if (!r.echo) throw_max_tokens_zero("max_tokens");
+    r.echo_only = true;
+  }
+  // vLLM: echo with logprobs returns the prompt's logprobs too (prompt_logprobs = logprobs).
+  if (r.echo && !r.gen.prompt_logprobs) r.gen.prompt_logprobs = r.gen.logprobs;
+  if (r.echo && r.gen.logprobs && r.gen.stream && r.gen.n > 1) {
+    throw ApiError::bad_request("echo", "'echo' with 'logprobs' and 'stream' needs 'n' = 1",
                                 "unsupported");
   }
   if (size_t(r.gen.n) * r.prompts.size() > size_t(kMaxN)) {
@@ -308,6 +328,7 @@ ChatCompletionRequest parse_chat_completion_request(std::string_view body) try {
   const JsonFields f(j);
   ChatCompletionRequest r;
   r.gen = parse_common(f);
+  if (r.gen.max_tokens == 0) throw_max_tokens_zero("max_tokens");
   if (auto v = f.opt_int("max_completion_tokens", 1, kI64Max)) r.gen.max_tokens = *v;
   r.messages = parse_messages(f);
   const bool logprobs = f.opt_bool("logprobs").value_or(false);
@@ -367,6 +388,7 @@ engine::SamplingParams to_sampling_params(const GenerationRequest& g, int64_t ma
   p.stop = g.stop;
   p.include_stop_str_in_output = g.include_stop_str_in_output;
   p.logprobs = g.logprobs;
+  p.prompt_logprobs = g.prompt_logprobs;
   p.skip_special_tokens = g.skip_special_tokens;
   return p;
 }

@@ -11,7 +11,8 @@
 // Limits stated here (OpenAI or vLLM where they give one): n in [1, kMaxN],
 // logprobs/top_logprobs in [0, kMaxLogprobs], temperature >= 0, top_p in (0, 1],
 // top_k -1 or >= 0, min_p in [0, 1], presence/frequency penalty in [-2, 2],
-// repetition_penalty > 0, logit_bias values in [-100, 100], max_tokens >= 1.
+// repetition_penalty > 0, logit_bias values in [-100, 100], max_tokens >= 1 (0 with
+// completions' echo), prompt_logprobs in [0, kMaxLogprobs].
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,10 @@ struct GenerationRequest {
   // Top-N logprobs per output token: completions' `logprobs: N`, chat's
   // `top_logprobs: N` with `logprobs: true` (N = 0 there when absent).
   std::optional<int> logprobs;
+  // vLLM's prompt_logprobs: top-N per prompt token, in [0, kMaxLogprobs]; refused with
+  // stream = true when above 0 (vLLM's rule). Completions' echo with logprobs sets it to
+  // logprobs when the request leaves it out (vLLM's CompletionRequest.to_sampling_params).
+  std::optional<int> prompt_logprobs;
   std::string user;
   // Keep only the prompt's last N tokens (-1: the last max_model_len), as vLLM.
   std::optional<int64_t> truncate_prompt_tokens;
@@ -71,7 +76,10 @@ struct Prompt {
 struct CompletionRequest {
   GenerationRequest gen;
   std::vector<Prompt> prompts;  // `prompt`: a string, strings, token ids or lists of them
-  bool echo = false;
+  bool echo = false;            // the prompt (and with logprobs its logprobs) before each choice
+  // echo with max_tokens 0 (vLLM's scoring form): the choice is the prompt only; the
+  // engine still samples one token (vLLM runs it with max_tokens 1), counted in usage.
+  bool echo_only = false;
 };
 
 struct ChatMessage {

@@ -5,7 +5,9 @@
 
 namespace vtllm::server {
 
-using nlohmann::json;
+// Insertion-ordered objects: keys come out in vLLM's order (prompt_logprobs: the prompt
+// token first, then its top-N).
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -57,18 +59,45 @@ json completion_logprobs(const Choice& c) {
   size_t offset = c.text_offset;
   for (const TokenLogprob& t : c.logprobs) {
     tokens.push_back(t.token);
+    offsets.push_back(offset);
+    offset += t.token.size();
+    if (t.none) {
+      token_logprobs.push_back(nullptr);
+      top.push_back(nullptr);
+      continue;
+    }
     token_logprobs.push_back(json_logprob(t.logprob));
     json alts = json::object();
     for (const TopLogprob& a : t.top) alts[a.token] = json_logprob(a.logprob);
     alts[t.token] = json_logprob(t.logprob);
     top.push_back(std::move(alts));
-    offsets.push_back(offset);
-    offset += t.token.size();
   }
   return {{"tokens", std::move(tokens)},
           {"token_logprobs", std::move(token_logprobs)},
           {"top_logprobs", std::move(top)},
           {"text_offset", std::move(offsets)}};
+}
+
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}, ...}, ...].
+json prompt_logprobs_json(const std::optional<std::vector<PromptPositionLogprobs>>& plp) {
+  if (!plp) return nullptr;
+  json out = json::array();
+  for (const PromptPositionLogprobs& pos : *plp) {
+    if (!pos) {
+      out.push_back(nullptr);
+      continue;
+    }
+    json d = json::object();
+    for (const RankedLogprob& r : *pos) {
+      const std::string key = std::to_string(r.token_id);
+      if (d.contains(key)) continue;
+      d[key] = {{"logprob", json_logprob(r.logprob)},
+                {"rank", r.rank},
+                {"decoded_token", r.decoded_token}};
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 json head(const ResponseHeader& h, const char* object) {
@@ -92,7 +121,8 @@ std::string completion_response(const ResponseHeader& h, const std::vector<Choic
                   {"text", c.text},
                   {"logprobs", completion_logprobs(c)},
                   {"finish_reason", finish(c.finish_reason)},
-                  {"stop_reason", stop_reason(c)}});
+                  {"stop_reason", stop_reason(c)},
+                  {"prompt_logprobs", prompt_logprobs_json(c.prompt_logprobs)}});
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);
@@ -112,6 +142,8 @@ std::string chat_completion_response(const ResponseHeader& h, const std::vector<
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);
+  j["prompt_logprobs"] =
+      prompt_logprobs_json(choices.empty() ? std::nullopt : choices.front().prompt_logprobs);
   return dump(j);
 }
 

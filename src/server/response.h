@@ -22,12 +22,27 @@ struct TopLogprob {
   float logprob = 0;
 };
 
-// One output token's logprob with the top alternatives.
+// One output token's logprob with the top alternatives. `none`: a token without a
+// logprob (the echoed prompt's first): null in token_logprobs and top_logprobs.
 struct TokenLogprob {
   std::string token;
   float logprob = 0;
   std::vector<TopLogprob> top;
+  bool none = false;
 };
+
+// vLLM's Logprob as prompt_logprobs carry it: {"logprob", "rank", "decoded_token"},
+// keyed by token id.
+struct RankedLogprob {
+  int32_t token_id = 0;
+  float logprob = 0;
+  int64_t rank = 0;
+  std::string decoded_token;
+};
+
+// One prompt position of prompt_logprobs: null (the first token), else the prompt token
+// first and then its top-N (a token in both appears once, at the first place).
+using PromptPositionLogprobs = std::optional<std::vector<RankedLogprob>>;
 
 struct Choice {
   int index = 0;
@@ -42,6 +57,9 @@ struct Choice {
   // choice; neither (null): eos, length, still running.
   std::optional<int32_t> stop_token;
   std::string stop_string;
+  // Completions' per-choice prompt_logprobs (null when not asked for); chat writes the
+  // first choice's as the response's top-level prompt_logprobs, as vLLM does.
+  std::optional<std::vector<PromptPositionLogprobs>> prompt_logprobs;
 };
 
 struct Usage {

@@ -106,6 +106,30 @@ TEST(Protocol, ChatReadsMessagesAndLogprobs) {
   EXPECT_FALSE(off.gen.logprobs);
 }
 
+// vLLM's CompletionRequest.to_sampling_params: echo with logprobs asks for the prompt's
+// logprobs at that N unless prompt_logprobs says otherwise; max_tokens 0 only with echo;
+// prompt_logprobs 0 passes with stream (vLLM refuses only > 0 there).
+TEST(Protocol, PromptLogprobsAndEcho) {
+  CompletionRequest r = parse_completion_request(R"({"prompt": "a", "prompt_logprobs": 3})");
+  EXPECT_EQ(r.gen.prompt_logprobs, 3);
+  EXPECT_EQ(to_sampling_params(r.gen, 5).prompt_logprobs, 3);
+  r = parse_completion_request(R"({"prompt": "a", "echo": true, "logprobs": 2})");
+  EXPECT_EQ(r.gen.prompt_logprobs, 2);
+  EXPECT_FALSE(r.echo_only);
+  r = parse_completion_request(R"({"prompt": "a", "echo": true, "logprobs": 2,
+                                   "prompt_logprobs": 4})");
+  EXPECT_EQ(r.gen.prompt_logprobs, 4);
+  r = parse_completion_request(R"({"prompt": "a", "echo": true})");
+  EXPECT_FALSE(r.gen.prompt_logprobs.has_value());
+  r = parse_completion_request(R"({"prompt": "a", "echo": true, "max_tokens": 0})");
+  EXPECT_TRUE(r.echo_only);
+  r = parse_completion_request(R"({"prompt": "a", "prompt_logprobs": 0, "stream": true})");
+  EXPECT_EQ(r.gen.prompt_logprobs, 0);
+  const ChatCompletionRequest c = parse_chat_completion_request(
+      R"({"messages": [{"role": "user", "content": "a"}], "prompt_logprobs": 1})");
+  EXPECT_EQ(c.gen.prompt_logprobs, 1);
+}
+
 TEST(Protocol, MalformedBodies) {
   EXPECT_API_ERROR(parse_completion_request(""), 400, "", "invalid_json");
   EXPECT_API_ERROR(parse_completion_request("{\"prompt\": \"a\""), 400, "", "invalid_json");
@@ -159,7 +183,13 @@ TEST(Protocol, BadCompletionFieldsNameTheField) {
        "invalid_value"},
       {R"({"prompt": "a", "logprobs": 21})", "logprobs", "invalid_value"},
       {R"({"prompt": "a", "logprobs": true})", "logprobs", "invalid_type"},
-      {R"({"prompt": "a", "echo": true, "logprobs": 1})", "echo", "unsupported"},
+      {R"({"prompt": "a", "echo": true, "logprobs": 1, "stream": true, "n": 2})", "echo",
+       "unsupported"},
+      {R"({"prompt": "a", "prompt_logprobs": 21})", "prompt_logprobs", "invalid_value"},
+      {R"({"prompt": "a", "prompt_logprobs": -1})", "prompt_logprobs", "invalid_value"},
+      {R"({"prompt": "a", "prompt_logprobs": 1.5})", "prompt_logprobs", "invalid_type"},
+      {R"({"prompt": "a", "prompt_logprobs": 1, "stream": true})", "prompt_logprobs",
+       "invalid_value"},
       {R"({"prompt": "a", "suffix": "z"})", "suffix", "unsupported"},
       {R"({"prompt": "a", "min_tokens": 5, "max_tokens": 2})", "min_tokens", "invalid_value"},
       {R"({"prompt": "a", "model": 7})", "model", "invalid_type"},
@@ -191,6 +221,11 @@ TEST(Protocol, BadChatFieldsNameTheField) {
        "messages[0].content[1].text", "invalid_type"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
        "messages[0].content", "unsupported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens",
+       "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "prompt_logprobs": 2,
+          "stream": true})",
+       "prompt_logprobs", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs",
        "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 99})",
@@ -222,7 +257,6 @@ TEST(Protocol, UnimplementedVllmFieldsAreRefusedByNameUnlessNeutral) {
   const std::pair<const char*, const char*> active[] = {
       {"allowed_token_ids", "[1, 2]"},
       {"bad_words", R"(["x"])"},
-      {"prompt_logprobs", "1"},
       {"use_beam_search", "true"},
       {"return_token_ids", "true"},
       {"return_tokens_as_token_ids", "true"},

@@ -48,6 +48,45 @@ TEST(Response, CompletionCarriesChoicesUsageAndLegacyLogprobs) {
             json({{"prompt_tokens", 7}, {"completion_tokens", 2}, {"total_tokens", 9}}));
 }
 
+// vLLM's prompt_logprobs: null first, then {"<id>": {logprob, rank, decoded_token}} in
+// the order given (the prompt token first), a repeated id once, -inf as -9999; echoed
+// prompt tokens without a logprob are null in token_logprobs and top_logprobs.
+TEST(Response, PromptLogprobsAndEchoedTokens) {
+  Choice c;
+  c.has_logprobs = true;
+  c.logprobs = {{"A", 0, {}, true}, {"b", -0.75f, {{"c", -0.5f}}}};
+  c.prompt_logprobs = std::vector<PromptPositionLogprobs>{
+      std::nullopt,
+      std::vector<RankedLogprob>{{42, -0.75f, 2, "b"},
+                                 {7, -0.5f, 1, "c"},
+                                 {42, -0.75f, 2, "b"},
+                                 {9, -std::numeric_limits<float>::infinity(), 3, "z"}}};
+  const std::string body = completion_response(kHead, {c}, {2, 1, 0});
+  const auto j = nlohmann::ordered_json::parse(body);
+  const auto& plp = j["choices"][0]["prompt_logprobs"];
+  ASSERT_EQ(plp.size(), 2u);
+  EXPECT_TRUE(plp[0].is_null());
+  std::vector<std::string> keys;
+  for (auto it = plp[1].begin(); it != plp[1].end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"42", "7", "9"}));
+  EXPECT_EQ(plp[1]["42"]["logprob"], -0.75);
+  EXPECT_EQ(plp[1]["42"]["rank"], 2);
+  EXPECT_EQ(plp[1]["42"]["decoded_token"], "b");
+  EXPECT_EQ(plp[1]["9"]["logprob"], -9999.0);
+  const auto& lp = j["choices"][0]["logprobs"];
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  EXPECT_EQ(lp["token_logprobs"][1], -0.75);
+  EXPECT_EQ(lp["text_offset"], json({0, 1}));
+  // Chat: the first choice's list at the top level; none asked: null.
+  const json chat = json::parse(chat_completion_response(kHead, {c}, {2, 1, 0}));
+  EXPECT_EQ(chat["prompt_logprobs"].size(), 2u);
+  EXPECT_FALSE(chat["choices"][0].contains("prompt_logprobs"));
+  Choice plain;
+  EXPECT_TRUE(
+      json::parse(chat_completion_response(kHead, {plain}, {}))["prompt_logprobs"].is_null());
+}
+
 TEST(Response, ChatMessageAndChatLogprobs) {
   Choice plain;
   plain.text = "ok";

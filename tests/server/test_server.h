@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/async_engine.h"
+#include "engine/model_runner.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
 #include "test_client.h"
@@ -90,6 +91,9 @@ struct TestServerOptions {
   int64_t max_model_len = 512;
   int max_num_seqs = 64;
   std::chrono::microseconds step_time{0};
+  // The bundled tiny model itself (ModelRunner on the CPU) instead of FakeModel: for
+  // what the fake refuses (prompt logprob rows). step_time does not apply.
+  bool real_model = false;
   // Overrides of the HTTP defaults (limits and timeouts included); the host,
   // port, key and body limit above are set over it.
   HttpServerConfig http;
@@ -108,8 +112,14 @@ class TestServer {
     ec.kv_cache.num_blocks = o.max_num_seqs * (o.max_model_len / 16) + 1;
     ec.eos_token_ids = {4098};
     const int64_t vocab = int64_t(tokenizer_.id_end());
-    engine_ = std::make_unique<engine::AsyncEngine>(
-        ec, std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time), &tokenizer_);
+    std::unique_ptr<engine::ModelExecutor> model;
+    if (o.real_model) {
+      ec.kv_cache.num_state_slots = o.max_num_seqs;
+      model = engine::ModelRunner::load(tiny_model_dir(), ec.kv_cache);
+    } else {
+      model = std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time);
+    }
+    engine_ = std::make_unique<engine::AsyncEngine>(ec, std::move(model), &tokenizer_);
     ServiceConfig sc;
     sc.model_name = "tiny";
     sc.model_root = tiny_model_dir();
