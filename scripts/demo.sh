@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine, builds vtllm and runs its main job on the bundled default:
-# generation with models/tiny-qwen3.5 (a tiny Qwen3.5 hybrid with the real Qwen3
-# tokenizer and chat template). Its weights are random (seeded), so the text is
-# nonsense, but every token equals what Hugging Face transformers generates from
-# the same weights (tests/apps checks that).
+# generation with models/tiny-qwen3.5 (a small Qwen3.5 hybrid trained on the Brown
+# corpus, with the real Qwen3 tokenizer cut to 4096 ranks and its chat template). It
+# writes English-looking sentences, and every greedy token equals what Hugging Face
+# transformers generates from the same weights (tests/apps and tests/models check that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -37,6 +37,8 @@ std::vector<std::string> supported_architectures() {
 
 namespace {
 
+// `where` labels the error: a named string (a temporary would make g++ 13 warn that
+// the returned reference may dangle).
 const ArchitectureEntry& entry_for(const std::string& cls, const std::string& where) {
   for (const ArchitectureEntry& e : architectures())
     if (e.config_class.name == cls) return e;
@@ -49,7 +51,8 @@ const ArchitectureEntry& entry_for(const std::string& cls, const std::string& wh
 
 io::ModelConfig parse_model_config(const std::string& json_text, const std::string& file_name) {
   const std::string cls = io::architecture_class(json_text, file_name);
-  return io::parse_model_config(json_text, file_name, entry_for(cls, file_name).config_class);
+  const ArchitectureEntry& e = entry_for(cls, file_name);
+  return io::parse_model_config(json_text, file_name, e.config_class);
 }
 
 io::ModelConfig load_model_config(const std::string& dir) {
@@ -59,7 +62,8 @@ io::ModelConfig load_model_config(const std::string& dir) {
 
 std::vector<io::ParamSpec> declare_params(const io::ModelConfig& config,
                                           bool language_model_only) {
-  const ArchitectureEntry& e = entry_for(config.architecture_class, "model config");
+  const std::string where = "model config";
+  const ArchitectureEntry& e = entry_for(config.architecture_class, where);
   ParamDeclaration decl(config.dtype);
   if (config.multimodal && !language_model_only)
     take_vision_tower_params(decl, io::kVisionPrefix, *config.vision);
@@ -68,7 +72,8 @@ std::vector<io::ParamSpec> declare_params(const io::ModelConfig& config,
 }
 
 CacheSpec declare_cache_spec(const io::ModelConfig& config) {
-  const ArchitectureEntry& e = entry_for(config.architecture_class, "model config");
+  const std::string where = "model config";
+  const ArchitectureEntry& e = entry_for(config.architecture_class, where);
   ParamDeclaration decl(config.dtype);
   return e.build(config, decl, ModelOptions{}, vt::DType::kF32)->cache_spec();
 }
@@ -76,7 +81,8 @@ CacheSpec declare_cache_spec(const io::ModelConfig& config) {
 std::unique_ptr<Model> load_model(const io::ModelConfig& config, const std::string& dir,
                                   vt::Stream& s, const LoadConfig& load,
                                   const ModelOptions& options) {
-  const ArchitectureEntry& e = entry_for(config.architecture_class, dir + "/config.json");
+  const std::string where = dir + "/config.json";
+  const ArchitectureEntry& e = entry_for(config.architecture_class, where);
   VT_CHECK(s.device() == load.device, dir, ": a model on ", load.device.str(),
            " needs a stream there, got one on ", s.device().str());
   io::LoadOptions io_options;

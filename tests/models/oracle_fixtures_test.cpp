@@ -80,6 +80,11 @@ void run_fixture(const std::string& rel_dir) {
               rel_dir.c_str(), c.tokens, c.max_rel, c.min_margin);
 }
 
+// head_dim 48 and no mrope_section in config.json: transformers' default sections,
+// clipped to the 6 rotary frequencies, and no layer_types (the default pattern).
+TEST(OracleFixtures, Qwen3_5WithoutMropeSectionMatchesOracle) {
+  run_fixture("tests/fixtures/qwen3_5-tiny-hd48");
+}
 TEST(OracleFixtures, Qwen3TinyGreedyMatchesOracle) { run_fixture("tests/fixtures/qwen3-tiny"); }
 TEST(OracleFixtures, Qwen3_5TinyR2GreedyMatchesOracle) {
   run_fixture("tests/fixtures/qwen3_5-tiny-r2");

@@ -16,7 +16,8 @@ int64_t total(const std::vector<io::ParamSpec>& specs) { return io::param_totals
 // transformers' save_pretrained), the bundled default and the dense bench shapes.
 std::vector<std::string> model_dirs() {
   return {kSource + "/tests/fixtures/qwen3-tiny", kSource + "/tests/fixtures/qwen3_5-tiny-r2",
-          kSource + "/tests/fixtures/qwen3_5-tiny-r3-vl", kSource + "/models/tiny-qwen3.5",
+          kSource + "/tests/fixtures/qwen3_5-tiny-r3-vl", kSource + "/tests/fixtures/qwen3_5-tiny-hd48",
+          kSource + "/models/tiny-qwen3.5",
           kSource + "/bench/models/qwen3_5-default-text", kSource + "/bench/models/qwen3_6-27b"};
 }
 

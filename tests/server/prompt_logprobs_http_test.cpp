@@ -94,7 +94,7 @@ void expect_prompt_logprobs(const TestServer& s, const json& got, const std::vec
     EXPECT_EQ(d.begin().key(), key);
     EXPECT_NEAR(d[key]["logprob"].get<double>(), want[i]->logprob, kTol);
     EXPECT_EQ(d[key]["rank"].get<int64_t>(), want[i]->rank);
-    EXPECT_EQ(d[key]["decoded_token"], token_text(s, ids[i]));
+    EXPECT_EQ(d[key]["decoded_token"].get<std::string>(), token_text(s, ids[i]));
     ASSERT_EQ(want[i]->top_logprobs.size(), size_t(top_n));
     bool token_in_top = false;
     for (int k = 0; k < top_n; ++k) {
@@ -108,7 +108,7 @@ void expect_prompt_logprobs(const TestServer& s, const json& got, const std::vec
       } else {
         EXPECT_EQ(d[tk]["rank"].get<int64_t>(), k + 1);
       }
-      EXPECT_EQ(d[tk]["decoded_token"], token_text(s, t.token));
+      EXPECT_EQ(d[tk]["decoded_token"].get<std::string>(), token_text(s, t.token));
     }
     EXPECT_EQ(d.size(), size_t(top_n) + (token_in_top ? 0 : 1));
   }
@@ -180,7 +180,7 @@ TEST(PromptLogprobsHttp, EchoPrependsThePromptAndItsLogprobs) {
   const auto want = engine_prompt_logprobs(ids, 2);
   for (size_t i = 0; i < np; ++i) {
     SCOPED_TRACE(i);
-    EXPECT_EQ(lp["tokens"][i], token_text(s, ids[i]));
+    EXPECT_EQ(lp["tokens"][i].get<std::string>(), token_text(s, ids[i]));
     if (i > 0) {
       EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), want[i]->logprob, kTol);
       // top_logprobs: the top-2 and the prompt token itself.
@@ -214,7 +214,7 @@ TEST(PromptLogprobsHttp, EchoWithoutLogprobsAndStreamed) {
   const json echoed =
       post_ok(s, "/v1/completions",
               {{"prompt", prompt}, {"max_tokens", 3}, {"temperature", 0}, {"echo", true}});
-  EXPECT_EQ(echoed["choices"][0]["text"], prompt + plain["choices"][0]["text"].get<std::string>());
+  EXPECT_EQ(echoed["choices"][0]["text"].get<std::string>(), prompt + plain["choices"][0]["text"].get<std::string>());
   EXPECT_TRUE(echoed["choices"][0]["logprobs"].is_null());
   EXPECT_TRUE(echoed["choices"][0]["prompt_logprobs"].is_null());
 
@@ -242,7 +242,7 @@ TEST(PromptLogprobsHttp, EchoWithoutLogprobsAndStreamed) {
     text += c["text"].get<std::string>();
     for (const json& v : c["logprobs"]["token_logprobs"]) token_logprobs.push_back(v);
   }
-  EXPECT_EQ(text, echoed["choices"][0]["text"]);
+  EXPECT_EQ(text, echoed["choices"][0]["text"].get<std::string>());
   const auto ids = s.tokenizer().encode(prompt, true);
   ASSERT_EQ(token_logprobs.size(), ids.size() + 3);
   EXPECT_TRUE(token_logprobs[0].is_null());
@@ -306,7 +306,7 @@ TEST(PromptLogprobsHttp, InvalidCombinationsNameTheField) {
     auto r = s.client()->Post(path, body.dump(), "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 400) << r->body;
-    EXPECT_EQ(json::parse(r->body)["error"]["param"], param);
+    EXPECT_EQ(json::parse(r->body)["error"]["param"].get<std::string>(), param);
   }
   // prompt_logprobs 0 with stream passes, as in vLLM (its check is > 0).
   auto r = s.client()->Post(
