@@ -9,6 +9,16 @@
 namespace vtllm::jinja {
 
 namespace {
+// Child `i` of `e`; the parser leaves a slot empty where source omits it (a slice's
+// object inside a tuple subscript, x[1:, 2]): no value, a template error.
+const Expr& arg(const Expr& e, size_t i) {
+  if (i >= e.args.size() || !e.args[i]) runtime_error("an expression with an empty operand");
+  return *e.args[i];
+}
+}  // namespace
+
+
+namespace {
 
 [[noreturn]] void undefined_error(const Value& v) {
   runtime_error(v.undefined_hint().empty() ? "value is undefined" : v.undefined_hint());
@@ -279,7 +289,7 @@ std::vector<Value> Interpreter::iterate(const Value& v) {
 }
 
 Value Interpreter::eval_call_like(const Expr& e, const FramePtr& frame, CallArgs& args) {
-  for (size_t i = 1; i < e.args.size(); ++i) args.positional.push_back(eval(*e.args[i], frame));
+  for (size_t i = 1; i < e.args.size(); ++i) args.positional.push_back(eval(arg(e, i), frame));
   for (const auto& [k, v] : e.kwargs) args.keyword.emplace_back(k, eval(*v, frame));
   return Value();
 }
@@ -298,27 +308,34 @@ Value Interpreter::eval(const Expr& e, const FramePtr& frame) {
     case Expr::Kind::List:
     case Expr::Kind::Tuple: {
       std::vector<Value> items;
-      for (const auto& a : e.args) items.push_back(eval(*a, frame));
+      for (const auto& a : e.args) {
+        // The parser leaves a slot empty where a subscript omits it (x[1:, 2]); such an
+        // element is no value (a fuzz-found input dereferenced it).
+        if (!a) runtime_error("an empty element in a list or tuple");
+        items.push_back(eval(*a, frame));
+      }
       return e.kind == Expr::Kind::List ? Value::list(std::move(items)) : Value::tuple(std::move(items));
     }
     case Expr::Kind::Dict: {
       DictData d;
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-        Value k = eval(*e.args[i], frame);
+        Value k = eval(arg(e, i), frame);
         if (k.is_list() || k.is_dict() || k.is_undefined())
           runtime_error(str_cat("unhashable type: '", k.type_name(), "'"));
-        d.set(std::move(k), eval(*e.args[i + 1], frame));
+        d.set(std::move(k), eval(arg(e, i + 1), frame));
       }
       return Value::mapping(std::move(d));
     }
-    case Expr::Kind::GetAttr: return getattr(eval(*e.args[0], frame), e.name);
-    case Expr::Kind::GetItem: return getitem(eval(*e.args[0], frame), eval(*e.args[1], frame));
+    case Expr::Kind::GetAttr: return getattr(eval(arg(e, 0), frame), e.name);
+    case Expr::Kind::GetItem:
+      if (!e.args[0] || !e.args[1]) runtime_error("an empty subscript");
+      return getitem(eval(arg(e, 0), frame), eval(arg(e, 1), frame));
     case Expr::Kind::Slice: {
-      Value obj = eval(*e.args[0], frame);
+      Value obj = eval(arg(e, 0), frame);
       std::optional<int64_t> bounds[3];
       for (int i = 0; i < 3; ++i) {
         if (!e.args[static_cast<size_t>(i) + 1]) continue;
-        Value b = eval(*e.args[static_cast<size_t>(i) + 1], frame);
+        Value b = eval(arg(e, static_cast<size_t>(i) + 1), frame);
         if (b.is_none()) continue;
         if (!intlike(b)) runtime_error("slice indices must be integers or None");
         bounds[i] = int_of(b);
@@ -343,26 +360,26 @@ Value Interpreter::eval(const Expr& e, const FramePtr& frame) {
       return Value::undefined(str_cat(object_name(obj), " is not subscriptable"));
     }
     case Expr::Kind::Call: {
-      Value fn = eval(*e.args[0], frame);
+      Value fn = eval(arg(e, 0), frame);
       CallArgs args;
       eval_call_like(e, frame, args);
       return call(fn, args);
     }
     case Expr::Kind::Filter: {
-      Value v = eval(*e.args[0], frame);
+      Value v = eval(arg(e, 0), frame);
       CallArgs args;
       eval_call_like(e, frame, args);
       return apply_filter(*this, e.name, v, args);
     }
     case Expr::Kind::Test: {
-      Value v = eval(*e.args[0], frame);
+      Value v = eval(arg(e, 0), frame);
       CallArgs args;
       eval_call_like(e, frame, args);
       return Value(apply_test(*this, e.name, v, args) != e.negated);
     }
     case Expr::Kind::Neg:
     case Expr::Kind::Pos: {
-      Value v = eval(*e.args[0], frame);
+      Value v = eval(arg(e, 0), frame);
       if (v.is_undefined()) undefined_error(v);
       bool neg = e.kind == Expr::Kind::Neg;
       if (intlike(v)) {
@@ -373,20 +390,20 @@ Value Interpreter::eval(const Expr& e, const FramePtr& frame) {
       if (v.is_float()) return Value(neg ? -v.as_float() : v.as_float());
       runtime_error(str_cat("bad operand type for unary ", neg ? "-" : "+", ": '", v.type_name(), "'"));
     }
-    case Expr::Kind::Not: return Value(!eval(*e.args[0], frame).truthy());
-    case Expr::Kind::Binary: return binary(e.name, eval(*e.args[0], frame), eval(*e.args[1], frame));
+    case Expr::Kind::Not: return Value(!eval(arg(e, 0), frame).truthy());
+    case Expr::Kind::Binary: return binary(e.name, eval(arg(e, 0), frame), eval(arg(e, 1), frame));
     case Expr::Kind::And: {
-      Value l = eval(*e.args[0], frame);
-      return l.truthy() ? eval(*e.args[1], frame) : l;
+      Value l = eval(arg(e, 0), frame);
+      return l.truthy() ? eval(arg(e, 1), frame) : l;
     }
     case Expr::Kind::Or: {
-      Value l = eval(*e.args[0], frame);
-      return l.truthy() ? l : eval(*e.args[1], frame);
+      Value l = eval(arg(e, 0), frame);
+      return l.truthy() ? l : eval(arg(e, 1), frame);
     }
     case Expr::Kind::Compare: {
-      Value left = eval(*e.args[0], frame);
+      Value left = eval(arg(e, 0), frame);
       for (size_t i = 0; i < e.ops.size(); ++i) {
-        Value right = eval(*e.args[i + 1], frame);
+        Value right = eval(arg(e, i + 1), frame);
         const std::string& op = e.ops[i];
         bool r;
         if (op == "==") r = left == right;
@@ -403,8 +420,8 @@ Value Interpreter::eval(const Expr& e, const FramePtr& frame) {
       return Value(true);
     }
     case Expr::Kind::Cond: {
-      if (eval(*e.args[1], frame).truthy()) return eval(*e.args[0], frame);
-      if (e.args[2]) return eval(*e.args[2], frame);
+      if (eval(arg(e, 1), frame).truthy()) return eval(arg(e, 0), frame);
+      if (e.args[2]) return eval(arg(e, 2), frame);
       return Value::undefined("the inline if-expression evaluated to false and no else section was defined");
     }
   }
