@@ -73,6 +73,29 @@ struct InputEmbeddings {
 // consecutive rows); throws naming the problem when rows or values do not fit x.
 void scatter_input_embeddings(vt::Stream& s, const InputEmbeddings& embeds, vt::Tensor& x);
 
+// A vision item's patch grid (qwen3_5.md §12): t temporal patches of h x w patches
+// (h, w multiples of the merge size). The tower reads t*h*w patch rows for it.
+struct VisionGrid {
+  int64_t t = 1, h = 0, w = 0;
+};
+
+// The vision tower of a multimodal model (qwen3_5.md §12).
+// encode(): pixel_values [N, patch_dim] f32 (host or the model's device; N = the sum of
+// t*h*w over `grids`, items packed in order, each in the processor's patch order) ->
+// features [N / merge^2, out_hidden] in the model's dtype on its device, items
+// concatenated in input order, each in the merger's order: the rows that replace the
+// placeholder embeddings (§15.3). Throws naming the problem when the rows do not match
+// the grids. Not thread-safe (one call at a time, as forward()).
+class VisionTower {
+ public:
+  virtual ~VisionTower() = default;
+  virtual int64_t patch_dim() const = 0;    // in_channels * temporal_patch * patch^2
+  virtual int64_t merge_size() const = 0;   // spatial_merge_size
+  virtual int64_t out_hidden() const = 0;   // == the language model's hidden size
+  virtual vt::Tensor encode(vt::Stream& s, const vt::Tensor& pixel_values,
+                            const std::vector<VisionGrid>& grids) = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -84,6 +107,8 @@ class Model {
   virtual vt::Device device() const = 0;
   // The activation dtype (see above); the KV cache a CacheView hands this model holds it.
   virtual vt::DType dtype() const = 0;
+  // The vision tower; null for text-only models and under --language-model-only.
+  virtual VisionTower* vision_tower() { return nullptr; }
 
   // `embeds` may be null (every token's input is its embedding).
   virtual vt::Tensor forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache,

@@ -1,0 +1,38 @@
+// Ops of the sparse MoE block (qwen3_5.md §9.2): routing and the routed experts.
+//
+// Numerics are the oracle's grouped_mm path on bf16 tensors: every product rounded to
+// the activation dtype where the oracle rounds, the k-way sum in f32 with one rounding.
+// f32 tensors: the same formulas with no rounding (the CPU reference).
+// Backends: CPU (the reference, vt/cpu/moe.cpp) and CUDA (vt/cuda/moe/).
+#pragma once
+
+#include <cstdint>
+
+#include "vt/stream.h"
+#include "vt/tensor.h"
+
+namespace vt {
+
+// logits [T, E] (f32/bf16/f16, rows of one stride) -> topk_ids [T, k] i32 and
+// topk_weights [T, k] (f32/bf16/f16), contiguous:
+//   p = softmax(F(logits[t])) over all E in f32; the k largest p descending (equal p:
+//   the lower expert index first, as torch.topk on CUDA and vLLM); w_j = p_j / sum_j p_j
+//   in f32, rounded to topk_weights' dtype. 1 <= k <= E.
+void moe_route(Stream& s, const Tensor& logits, int64_t k, Tensor& topk_ids, Tensor& topk_weights);
+
+// The routed experts' SwiGLU, weighted and summed over k:
+//   x [T, H]; gate_up [E, 2I, H] (rows 0..I-1 the gate, I..2I-1 the up projection);
+//   down [E, H, I]; topk_ids / topk_weights [T, k] from moe_route; out [T, H].
+//   For token t and j < k with e = ids[t, j], w = weights[t, j]:
+//     gu  = R(x[t] . gate_up[e]^T)            [2I]
+//     hid = R(R(silu(F(gu[:I]))) * F(gu[I:]))  [I]   (silu_and_mul's rounding)
+//     d   = R(hid . down[e]^T)                 [H]
+//     y_j = R(F(d) * F(w))
+//   out[t] = R(sum_j F(y_j)) accumulated in f32 in j order.
+//   R rounds to out's dtype (nothing for f32). x, out, gate_up, down contiguous, one
+//   activation dtype for x/out, weights in {f32, bf16}; every tensor on s's device; out
+//   must not overlap x. Results do not depend on which other tokens share the call.
+void moe_experts(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
+                 const Tensor& topk_ids, const Tensor& topk_weights, Tensor& out);
+
+}  // namespace vt
