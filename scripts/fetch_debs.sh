@@ -23,6 +23,9 @@ packages=(
   libcpp-httplib-dev libcpp-httplib0.11
   # cpp-httplib's pkg-config file requires these (it was built with TLS, zlib, brotli)
   libssl-dev zlib1g-dev libbrotli-dev libbrotli1
+  # image decoding (libpng, libjpeg-turbo, libwebp, giflib) and their runtime libraries
+  libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo libwebp-dev libwebp7
+  libwebpdemux2 libwebpmux3 libgif-dev libgif7
   # pkg-config, for GPU machines that lack it
   pkgconf-bin libpkgconf3
 )

@@ -9,6 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libboost1.81-dev libcpp-httplib-dev
   libpcre2-dev libutf8proc-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   libopenblas-dev
   clang libclang-rt-14-dev
   python3 python3-jinja2
