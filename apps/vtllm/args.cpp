@@ -28,13 +28,13 @@ Args::Args(int argc, char** argv, std::vector<std::string> value_flags,
       name = name.substr(0, eq);
     }
     if (contains(bool_flags, name)) {
-      VT_CHECK(!inline_value, "--", name, " takes no value");
+      VT_REQUIRE(!inline_value, "--", name, " takes no value");
       values_[name] = "1";
     } else if (contains(value_flags, name)) {
       if (inline_value) {
         values_[name] = *inline_value;
       } else {
-        VT_CHECK(i + 1 < argc, "--", name, " needs a value");
+        VT_REQUIRE(i + 1 < argc, "--", name, " needs a value");
         values_[name] = argv[++i];
       }
     } else {
@@ -60,7 +60,7 @@ int64_t Args::get_int(const std::string& flag, int64_t fallback) const {
   if (!v) return fallback;
   char* end = nullptr;
   long long x = std::strtoll(v->c_str(), &end, 10);
-  VT_CHECK(!v->empty() && end && *end == '\0', "--", flag, " expects an integer, got '", *v, "'");
+  VT_REQUIRE(!v->empty() && end && *end == '\0', "--", flag, " expects an integer, got '", *v, "'");
   return x;
 }
 
@@ -69,7 +69,7 @@ double Args::get_double(const std::string& flag, double fallback) const {
   if (!v) return fallback;
   char* end = nullptr;
   double x = std::strtod(v->c_str(), &end);
-  VT_CHECK(!v->empty() && end && *end == '\0', "--", flag, " expects a number, got '", *v, "'");
+  VT_REQUIRE(!v->empty() && end && *end == '\0', "--", flag, " expects a number, got '", *v, "'");
   return x;
 }
 

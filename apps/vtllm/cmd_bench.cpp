@@ -26,7 +26,7 @@ std::vector<int> parse_int_list(const std::string& flag, const std::string& s) {
     const std::string item = s.substr(pos, comma - pos);
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
-    VT_CHECK(!item.empty() && end && *end == '\0' && v > 0 && v <= 100000, "--", flag, " '", s,
+    VT_REQUIRE(!item.empty() && end && *end == '\0' && v > 0 && v <= 100000, "--", flag, " '", s,
              "': '", item, "' is not a positive integer");
     out.push_back(int(v));
     pos = comma + 1;
@@ -80,15 +80,15 @@ int bench_serve(int argc, char** argv) {
   c.workload.seed = uint64_t(args.get_int("seed", 0));
   if (auto r = args.get("token-range")) {
     const std::vector<int> lohi = parse_int_list("token-range", *r);
-    VT_CHECK(lohi.size() == 2 && lohi[0] < lohi[1], "--token-range '", *r, "': expected LO,HI");
+    VT_REQUIRE(lohi.size() == 2 && lohi[0] < lohi[1], "--token-range '", *r, "': expected LO,HI");
     c.workload.token_lo = lohi[0];
     c.workload.token_hi = lohi[1];
   }
   c.concurrency = parse_int_list("concurrency", args.get_or("concurrency", "1"));
   c.num_prompts = args.get_int("num-prompts", 0);
   c.warmup = args.get_int("warmup", 1);
-  VT_CHECK(c.num_prompts >= 0, "--num-prompts must not be negative");
-  VT_CHECK(c.warmup >= 0, "--warmup must not be negative");
+  VT_REQUIRE(c.num_prompts >= 0, "--num-prompts must not be negative");
+  VT_REQUIRE(c.warmup >= 0, "--warmup must not be negative");
 
   if (args.has("dry-run")) {
     bench::CompletionClient client(c.request);
@@ -164,7 +164,7 @@ int bench_throughput(int argc, char** argv) {
     for (int v : parse_int_list("prefill-lens", *l)) c.prefill_lens.push_back(v);
   c.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
   c.seed = uint64_t(args.get_int("seed", 0));
-  VT_CHECK(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
+  VT_REQUIRE(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
            "--input-len, --output-len and --repeats must be > 0");
 
   std::printf("bench throughput: %s on %s%s, %s weights, %s, input %lld%s, batches", c.dir.c_str(),

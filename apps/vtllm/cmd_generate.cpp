@@ -51,14 +51,14 @@ std::vector<int32_t> parse_ids(const std::string& s) {
     }
     char* end = nullptr;
     const long long v = std::strtoll(p, &end, 10);
-    VT_CHECK(
+    VT_REQUIRE(
         end != p && (*end == '\0' || *end == ' ' || *end == ',' || *end == '\t' || *end == '\n'),
         "--prompt-ids: '", s, "' is not a list of integers");
-    VT_CHECK(v >= 0 && v <= INT32_MAX, "--prompt-ids: ", v, " is not a token id");
+    VT_REQUIRE(v >= 0 && v <= INT32_MAX, "--prompt-ids: ", v, " is not a token id");
     ids.push_back(int32_t(v));
     p = end;
   }
-  VT_CHECK(!ids.empty(), "--prompt-ids: no ids given");
+  VT_REQUIRE(!ids.empty(), "--prompt-ids: no ids given");
   return ids;
 }
 
@@ -80,7 +80,7 @@ int cmd_generate(int argc, char** argv) {
     std::fprintf(stderr, "%s%s", kUsage, kModelFlagsUsage);
     return 2;
   }
-  VT_CHECK(!args.has("chat") || args.has("prompt"), "--chat needs --prompt (text)");
+  VT_REQUIRE(!args.has("chat") || args.has("prompt"), "--chat needs --prompt (text)");
   const bool print_ids = args.has("print-ids");
 
   engine::SamplingParams params;
@@ -90,7 +90,7 @@ int cmd_generate(int argc, char** argv) {
   params.top_k = int(args.get_int("top-k", 0));
   if (args.has("seed")) {
     const int64_t seed = args.get_int("seed", 0);
-    VT_CHECK(seed >= 0, "--seed ", seed, ": expected >= 0");
+    VT_REQUIRE(seed >= 0, "--seed ", seed, ": expected >= 0");
     params.seed = uint64_t(seed);
   }
   params.ignore_eos = args.has("ignore-eos");
@@ -106,7 +106,7 @@ int cmd_generate(int argc, char** argv) {
   if (args.has("prompt-ids")) {
     prompt = parse_ids(*args.get("prompt-ids"));
   } else if (args.has("chat")) {
-    VT_CHECK(setup.chat_template, "--chat: ", setup.chat_template_error);
+    VT_REQUIRE(setup.chat_template, "--chat: ", setup.chat_template_error);
     const nlohmann::json request = {
         {"messages", {{{"role", "user"}, {"content", *args.get("prompt")}}}},
         {"add_generation_prompt", true}};
@@ -116,7 +116,7 @@ int cmd_generate(int argc, char** argv) {
   } else {
     prompt = tokenizer->encode(*args.get("prompt"));
   }
-  VT_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
+  VT_REQUIRE(!prompt.empty(), "the prompt encodes to no tokens");
 
   engine::LlmEngine engine(setup.engine, std::move(setup.runner), print_ids ? nullptr : tokenizer);
 

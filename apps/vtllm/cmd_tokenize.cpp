@@ -60,7 +60,7 @@ int cmd_tokenize(int argc, char** argv) {
     std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  VT_CHECK(!(args.has("pieces") && args.has("decode")), "--pieces and --decode exclude each other");
+  VT_REQUIRE(!(args.has("pieces") && args.has("decode")), "--pieces and --decode exclude each other");
   const std::string& where = args.positional()[0];
   const text::Tokenizer tok = std::filesystem::is_directory(where)
                                   ? text::Tokenizer::from_dir(where)
@@ -78,7 +78,7 @@ int cmd_tokenize(int argc, char** argv) {
       } catch (const std::exception&) {
         used = 0;
       }
-      VT_CHECK(used == word.size() && v >= 0 && v <= INT32_MAX, "'", word,
+      VT_REQUIRE(used == word.size() && v >= 0 && v <= INT32_MAX, "'", word,
                "' is not a token id (a non-negative integer)");
       ids.push_back(static_cast<text::TokenId>(v));
     }

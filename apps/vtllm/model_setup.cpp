@@ -55,13 +55,13 @@ engine::EngineArgs model_flags_from_args(const Args& args, const std::string& di
   f.load_format = io::load_format_from_name(args.get_or("load-format", "auto"), "--load-format");
   f.language_model_only = args.has("language-model-only");
   f.max_model_len = args.get_int("max-model-len", 0);
-  VT_CHECK(!args.has("max-model-len") || f.max_model_len > 0, "--max-model-len ", f.max_model_len,
+  VT_REQUIRE(!args.has("max-model-len") || f.max_model_len > 0, "--max-model-len ", f.max_model_len,
            ": expected > 0");
   f.max_num_seqs = args.get_int("max-num-seqs", default_max_num_seqs);
   f.max_num_batched_tokens = args.get_int("max-num-batched-tokens", 2048);
   if (args.has("num-gpu-blocks-override"))
     f.num_gpu_blocks_override = args.get_int("num-gpu-blocks-override", 0);
-  VT_CHECK(!(args.has("enable-prefix-caching") && args.has("no-enable-prefix-caching")),
+  VT_REQUIRE(!(args.has("enable-prefix-caching") && args.has("no-enable-prefix-caching")),
            "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
   f.enable_prefix_caching = !args.has("no-enable-prefix-caching");
   f.chat_template_file = args.get_or("chat-template", "");

@@ -38,5 +38,14 @@ namespace detail {
       ::vtllm::detail::check_failed(#cond, __FILE__, __LINE__, ::vtllm::str_cat(__VA_ARGS__)); \
   } while (0)
 
+// VT_REQUIRE(cond, parts...): throws vtllm::Error "parts..." when cond is false, with no
+// condition text or source location: for validating user input (flags, files, requests),
+// where the message alone must say what is wrong.
+#define VT_REQUIRE(cond, ...)                                   \
+  do {                                                          \
+    if (!(cond)) [[unlikely]]                                   \
+      throw ::vtllm::Error(::vtllm::str_cat(__VA_ARGS__));      \
+  } while (0)
+
 // VT_THROW(parts...): throws vtllm::Error with the concatenated parts.
 #define VT_THROW(...) throw ::vtllm::Error(::vtllm::str_cat(__VA_ARGS__))

@@ -218,7 +218,7 @@ int vtllm_engine_create(const char* model_dir, const char* options_json, vtllm_e
     auto e = std::make_unique<vtllm_engine>();
     try {
       e->parts = vtllm::engine::build_engine(opts.args);
-      VT_CHECK(e->parts.tokenizer, "no tokenizer: ", e->parts.tokenizer_error);
+      VT_REQUIRE(e->parts.tokenizer, "no tokenizer: ", e->parts.tokenizer_error);
     } catch (const std::exception& err) {
       return fail(VTLLM_ERR_MODEL_LOAD,
                   vtllm::str_cat("cannot load the model in '", model_dir, "': ", err.what()));

@@ -15,16 +15,16 @@ constexpr int kBlockSize = 16;
 }  // namespace
 
 void EngineArgs::validate() const {
-  VT_CHECK(!dir.empty(), "no model directory given");
-  VT_CHECK(max_model_len >= 0, "--max-model-len ", max_model_len, ": expected > 0");
-  VT_CHECK(max_num_seqs > 0 && max_num_seqs <= 65536, "--max-num-seqs ", max_num_seqs,
+  VT_REQUIRE(!dir.empty(), "no model directory given");
+  VT_REQUIRE(max_model_len >= 0, "--max-model-len ", max_model_len, ": expected > 0");
+  VT_REQUIRE(max_num_seqs > 0 && max_num_seqs <= 65536, "--max-num-seqs ", max_num_seqs,
            ": expected [1, 65536]");
-  VT_CHECK(max_num_batched_tokens > 0, "--max-num-batched-tokens ", max_num_batched_tokens,
+  VT_REQUIRE(max_num_batched_tokens > 0, "--max-num-batched-tokens ", max_num_batched_tokens,
            ": expected > 0");
   if (num_gpu_blocks_override)
-    VT_CHECK(*num_gpu_blocks_override > 0 && *num_gpu_blocks_override < (int64_t(1) << 31) - 1,
+    VT_REQUIRE(*num_gpu_blocks_override > 0 && *num_gpu_blocks_override < (int64_t(1) << 31) - 1,
              "--num-gpu-blocks-override ", *num_gpu_blocks_override, ": expected [1, 2^31 - 2]");
-  VT_CHECK(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1,
+  VT_REQUIRE(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1,
            "--gpu-memory-utilization ", gpu_memory_utilization, ": expected (0, 1]");
   if (device.is_cuda()) {
     if (!VTLLM_WITH_CUDA) VT_THROW("--device cuda: this vtllm was built without CUDA");
@@ -98,7 +98,7 @@ EngineParts build_engine(const EngineArgs& a) {
   const io::GenerationConfig gen_config = io::load_generation_config(a.dir);
   const int64_t max_model_len =
       a.max_model_len > 0 ? a.max_model_len : s.model_config.text.max_position_embeddings;
-  VT_CHECK(max_model_len > 0, a.dir,
+  VT_REQUIRE(max_model_len > 0, a.dir,
            ": config.json gives no max_position_embeddings; pass --max-model-len");
   const int64_t model_max = s.model_config.text.max_position_embeddings;
   if (model_max > 0 && max_model_len > model_max && !a.allow_long_max_model_len)

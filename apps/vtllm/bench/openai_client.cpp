@@ -28,13 +28,13 @@ struct CompletionClient::Impl {
 
 CompletionClient::CompletionClient(CompletionParams params) : params_(std::move(params)) {
   const std::string& u = params_.base_url;
-  VT_CHECK(u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0, "--base-url '", u,
+  VT_REQUIRE(u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0, "--base-url '", u,
            "': expected http://host:port");
-  VT_CHECK(u.find('/', u.find("//") + 2) == std::string::npos, "--base-url '", u,
+  VT_REQUIRE(u.find('/', u.find("//") + 2) == std::string::npos, "--base-url '", u,
            "': give the server root only; the path goes in --endpoint");
-  VT_CHECK(!params_.endpoint.empty() && params_.endpoint.front() == '/', "--endpoint '",
+  VT_REQUIRE(!params_.endpoint.empty() && params_.endpoint.front() == '/', "--endpoint '",
            params_.endpoint, "': expected a path starting with '/'");
-  VT_CHECK(params_.max_tokens > 0, "--output-len must be positive, got ", params_.max_tokens);
+  VT_REQUIRE(params_.max_tokens > 0, "--output-len must be positive, got ", params_.max_tokens);
   impl_ = std::make_unique<Impl>(u);
   impl_->http.set_connection_timeout(10, 0);
   const auto timeout_us = int64_t(params_.timeout_s * 1e6);

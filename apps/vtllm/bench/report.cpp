@@ -93,10 +93,10 @@ std::string serve_json(const ServeBenchConfig& config, const std::vector<RunSumm
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
-  VT_CHECK(f.good(), path, ": cannot open for writing");
+  VT_REQUIRE(f.good(), path, ": cannot open for writing");
   f << text;
   f.close();
-  VT_CHECK(f.good(), path, ": write failed");
+  VT_REQUIRE(f.good(), path, ": write failed");
 }
 
 std::string utc_timestamp() {

@@ -16,8 +16,8 @@ int64_t prompts_for_level(const ServeBenchConfig& config, int concurrency) {
 
 std::vector<RunSummary> run_serve_bench(const ServeBenchConfig& config,
                                         const std::function<void(const RunSummary&)>& on_level) {
-  VT_CHECK(!config.concurrency.empty(), "--concurrency: no level given");
-  for (int c : config.concurrency) VT_CHECK(c > 0, "--concurrency: level ", c, " is not positive");
+  VT_REQUIRE(!config.concurrency.empty(), "--concurrency: no level given");
+  for (int c : config.concurrency) VT_REQUIRE(c > 0, "--concurrency: level ", c, " is not positive");
   int64_t most = config.warmup;
   for (int c : config.concurrency) most = std::max(most, prompts_for_level(config, c));
   // One prompt list for every level: level k uses its first prompts_for_level(k).
@@ -27,7 +27,7 @@ std::vector<RunSummary> run_serve_bench(const ServeBenchConfig& config,
     CompletionClient client(config.request);
     for (int64_t i = 0; i < config.warmup; ++i) {
       const RequestTiming t = client.run(prompts[size_t(i)]);
-      VT_CHECK(t.ok, "warm-up request failed (is the server up at ", config.request.base_url,
+      VT_REQUIRE(t.ok, "warm-up request failed (is the server up at ", config.request.base_url,
                config.request.endpoint, "?): ", t.error);
     }
   }

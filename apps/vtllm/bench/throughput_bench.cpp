@@ -164,8 +164,8 @@ ThroughputRow finish_row(ThroughputRow r, const std::vector<double>& ms) {
 
 ThroughputResult run_throughput(const ThroughputConfig& c,
                                 const std::function<void(const ThroughputRow&)>& on_row) {
-  VT_CHECK(!c.batches.empty(), "bench throughput: no batch sizes");
-  VT_CHECK(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
+  VT_REQUIRE(!c.batches.empty(), "bench throughput: no batch sizes");
+  VT_REQUIRE(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
            "bench throughput: --input-len, --output-len and --repeats must be > 0");
   const io::ModelConfig config = models::load_model_config(c.dir);  // sizes the layout
   const int max_batch = *std::max_element(c.batches.begin(), c.batches.end());
@@ -202,12 +202,12 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
   const auto t0 = std::chrono::steady_clock::now();
   engine::EngineParts parts = engine::build_engine(args);
   std::unique_ptr<engine::ModelRunner> runner = std::move(parts.runner);
-  VT_CHECK(runner->kv_config().block_size == kBlockSize, "bench throughput: the engine's blocks hold ",
+  VT_REQUIRE(runner->kv_config().block_size == kBlockSize, "bench throughput: the engine's blocks hold ",
            runner->kv_config().block_size, " tokens, the layout assumes ", kBlockSize);
   res.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (runner->cache_plan()) res.cache_plan = runner->cache_plan()->describe();
-  VT_CHECK(runner->kv_config().num_blocks >= 1 + max_batch * lay.blocks_per_req,
+  VT_REQUIRE(runner->kv_config().num_blocks >= 1 + max_batch * lay.blocks_per_req,
            "bench throughput: the KV cache holds ", runner->kv_config().num_blocks - 1,
            " blocks; batch ", max_batch, " x ", max_len, " tokens needs ",
            max_batch * lay.blocks_per_req);

@@ -27,10 +27,10 @@ PromptKind parse_prompt_kind(const std::string& s) {
 const char* prompt_kind_name(PromptKind k) { return k == PromptKind::kTokenIds ? "ids" : "text"; }
 
 std::vector<Prompt> make_prompts(const WorkloadConfig& config, int64_t count) {
-  VT_CHECK(config.input_len > 0, "--input-len must be positive, got ", config.input_len);
-  VT_CHECK(config.token_lo >= 0 && config.token_lo < config.token_hi, "token id range [",
+  VT_REQUIRE(config.input_len > 0, "--input-len must be positive, got ", config.input_len);
+  VT_REQUIRE(config.token_lo >= 0 && config.token_lo < config.token_hi, "token id range [",
            config.token_lo, ", ", config.token_hi, ") is empty");
-  VT_CHECK(count >= 0, "prompt count ", count, " is negative");
+  VT_REQUIRE(count >= 0, "prompt count ", count, " is negative");
   std::vector<Prompt> prompts(static_cast<size_t>(count));
   const uint64_t range = uint64_t(config.token_hi - config.token_lo);
   for (int64_t i = 0; i < count; ++i) {
