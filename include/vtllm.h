@@ -81,6 +81,8 @@ VTLLM_API const char* vtllm_version(void);
  *   "gpu_memory_utilization": F      "enable_prefix_caching": bool (default true)
  *   "enforce_eager": bool            "language_model_only": bool
  *   "chat_template": FILE            "served_model_name": NAME (default model_dir)
+ *   "generation_config": "auto"|"vllm"|DIR (default sampling parameters, as the flag)
+ *   "override_generation_config": {generation_config.json fields}
  * An unknown key, a value of the wrong type or out of range is
  * VTLLM_ERR_INVALID_ARGUMENT naming the key; a directory that does not hold a loadable
  * model (or has no tokenizer) is VTLLM_ERR_MODEL_LOAD, the message naming it. */

@@ -207,6 +207,13 @@ int cmd_serve(int argc, char** argv) {
   sc.model_root = dir;
   sc.max_model_len = max_model_len;
   sc.max_pending_requests = max_pending;
+  sc.sampling_defaults = server::SamplingDefaults::from_generation_config(setup.generation_config);
+  if (!sc.sampling_defaults.empty())
+    std::fprintf(stderr,
+                 "vtllm serve: default sampling parameters from the generation config: %s "
+                 "(requests that set a field keep theirs; --generation-config vllm ignores the "
+                 "file)\n",
+                 sc.sampling_defaults.describe().c_str());
   server::ChatRenderer render;
   if (setup.chat_template)
     render = [&](const std::string& req) { return setup.chat_template->render_request(req); };

@@ -14,6 +14,8 @@ std::vector<std::string> model_value_flags() {
           "max-num-batched-tokens",
           "num-gpu-blocks-override",
           "chat-template",
+          "generation-config",
+          "override-generation-config",
           "device",
           "gpu-memory-utilization"};
 }
@@ -45,6 +47,14 @@ const char* const kModelFlagsUsage =
     "  --enable-prefix-caching       reuse cached prompt blocks (default)\n"
     "  --no-enable-prefix-caching    do not\n"
     "  --chat-template FILE          a Jinja chat template replacing DIR's\n"
+    "  --generation-config auto|vllm|DIR\n"
+    "                                default sampling parameters (temperature, top_p, top_k,\n"
+    "                                min_p, repetition_penalty, max_new_tokens) for requests that\n"
+    "                                leave them out: from DIR's generation_config.json (auto,\n"
+    "                                default), none (vllm), or another folder's\n"
+    "  --override-generation-config JSON\n"
+    "                                generation_config.json fields laid over those, e.g.\n"
+    "                                '{\"temperature\": 0.5}'\n"
     "  --enforce-eager               cuda: no CUDA graphs (by default decode steps of up to\n"
     "                                min(max-num-seqs, 64) requests replay captured graphs)\n";
 
@@ -65,6 +75,8 @@ engine::EngineArgs model_flags_from_args(const Args& args, const std::string& di
            "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
   f.enable_prefix_caching = !args.has("no-enable-prefix-caching");
   f.chat_template_file = args.get_or("chat-template", "");
+  f.generation_config = args.get_or("generation-config", "auto");
+  f.override_generation_config = args.get_or("override-generation-config", "");
   f.device = engine::resolve_device(args.get_or("device", "auto"), "--device");
   f.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
   f.enforce_eager = args.has("enforce-eager");

@@ -230,6 +230,8 @@ int vtllm_engine_create(const char* model_dir, const char* options_json, vtllm_e
     sc.model_name = opts.served_model_name;
     sc.model_root = model_dir;
     sc.max_model_len = parts.engine.scheduler.max_model_len;
+    sc.sampling_defaults =
+        vtllm::server::SamplingDefaults::from_generation_config(parts.generation_config);
     vtllm::server::ChatRenderer render;
     if (parts.chat_template) {
       const vtllm::ChatTemplate* t = &*parts.chat_template;

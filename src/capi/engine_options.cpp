@@ -22,6 +22,8 @@ constexpr const char* kKeys[] = {"device",
                                  "enforce_eager",
                                  "language_model_only",
                                  "chat_template",
+                                 "generation_config",
+                                 "override_generation_config",
                                  "served_model_name"};
 
 }  // namespace
@@ -55,6 +57,11 @@ EngineOptions parse_engine_options(const std::string& dir, const std::string& op
     a.enforce_eager = f.get_bool("enforce_eager", a.enforce_eager);
     a.language_model_only = f.get_bool("language_model_only", a.language_model_only);
     a.chat_template_file = f.get_string("chat_template", "");
+    a.generation_config = f.get_string("generation_config", a.generation_config);
+    if (const Json* v = f.find("override_generation_config")) {
+      VT_REQUIRE(v->is_object(), "options_json: override_generation_config must be an object");
+      a.override_generation_config = v->dump();
+    }
     o.served_model_name = f.get_string("served_model_name", o.served_model_name);
   }
   a.device = engine::resolve_device(device, "options_json: device:");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "base/error.h"
@@ -31,6 +32,36 @@ void EngineArgs::validate() const {
     if (vt::cuda_device_count() <= device.index)
       VT_THROW("--device ", device.str(), ": no such GPU is visible");
   }
+}
+
+io::GenerationConfig sampling_generation_config(const EngineArgs& a) {
+  io::GenerationConfig g;
+  if (a.generation_config == "auto") {
+    g = io::load_generation_config(a.dir);
+  } else if (a.generation_config != "vllm") {
+    VT_REQUIRE(std::filesystem::is_directory(a.generation_config), "--generation-config '",
+               a.generation_config, "': expected auto, vllm or a folder");
+    VT_REQUIRE(std::filesystem::exists(std::filesystem::path(a.generation_config) /
+                                       "generation_config.json"),
+               "--generation-config '", a.generation_config,
+               "': the folder has no generation_config.json");
+    g = io::load_generation_config(a.generation_config);
+  }
+  if (!a.override_generation_config.empty()) {
+    const io::GenerationConfig o =
+        io::parse_generation_config(a.override_generation_config, "--override-generation-config");
+    auto lay = [](auto& dst, const auto& src) {
+      if (src) dst = src;
+    };
+    lay(g.do_sample, o.do_sample);
+    lay(g.temperature, o.temperature);
+    lay(g.top_p, o.top_p);
+    lay(g.top_k, o.top_k);
+    lay(g.min_p, o.min_p);
+    lay(g.repetition_penalty, o.repetition_penalty);
+    lay(g.max_new_tokens, o.max_new_tokens);
+  }
+  return g;
 }
 
 vt::Device resolve_device(const std::string& name, const std::string& what) {
@@ -122,6 +153,7 @@ EngineParts build_engine(const EngineArgs& a) {
   const auto& eos =
       gen_config.eos_token_ids.empty() ? s.model_config.eos_token_ids : gen_config.eos_token_ids;
   for (int64_t id : eos) ec.eos_token_ids.push_back(int32_t(id));
+  s.generation_config = sampling_generation_config(a);
 
   try {
     s.tokenizer = text::Tokenizer::from_dir(a.dir);

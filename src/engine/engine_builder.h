@@ -40,6 +40,12 @@ struct EngineArgs {
   std::optional<int64_t> num_gpu_blocks_override;  // KV blocks (excluding the null block)
   bool enable_prefix_caching = true;
   std::string chat_template_file;  // replaces DIR's template when not empty
+  // vLLM's --generation-config: where default sampling parameters come from. "auto":
+  // DIR/generation_config.json; "vllm": none (vLLM's own defaults); otherwise a folder
+  // holding a generation_config.json. override_generation_config: a JSON object of
+  // generation_config.json fields laid over it (--override-generation-config).
+  std::string generation_config = "auto";
+  std::string override_generation_config;
   vt::Device device = vt::Device::cpu();
   double gpu_memory_utilization = 0.9;  // CUDA only; num_gpu_blocks_override wins
   bool enforce_eager = false;           // no CUDA graphs
@@ -61,6 +67,9 @@ struct EngineParts {
   std::string tokenizer_error;                // why it is absent
   std::optional<ChatTemplate> chat_template;  // absent when DIR has none
   std::string chat_template_error;            // why it is absent
+  // The sampling defaults' source chosen by --generation-config (+ its override); the
+  // server applies its fields to requests that leave them out.
+  io::GenerationConfig generation_config;
   std::unique_ptr<ModelRunner> runner;
   bool hybrid = false;      // GDN layers: one state slot per running request
   bool multimodal = false;  // a vision-language class (served text-only)
@@ -71,6 +80,10 @@ struct EngineParts {
 
 // Validates `args` and builds the parts (an explicit chat_template_file must load).
 EngineParts build_engine(const EngineArgs& args);
+
+// The generation config --generation-config / --override-generation-config select
+// (see EngineArgs); throws naming the flag when the folder or the JSON is bad.
+io::GenerationConfig sampling_generation_config(const EngineArgs& args);
 
 // --device auto|cpu|cuda|cuda:N (the serve flag and the C API option): auto is cuda:0
 // when a GPU is visible, else the CPU; others as vt::device_from_name. Errors name `what`.

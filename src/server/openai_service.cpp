@@ -142,7 +142,11 @@ int64_t OpenAiService::resolve_max_tokens(bool chat, const std::optional<int64_t
                 prompt_len, " tokens; reduce the length of the ", chat ? "messages" : "prompt"),
         "context_length_exceeded");
   }
-  if (!requested) return chat ? limit - prompt_len : std::min<int64_t>(16, limit - prompt_len);
+  const std::optional<int64_t> cap = config_.sampling_defaults.max_tokens;
+  if (!requested) {
+    const int64_t n = chat ? limit - prompt_len : std::min<int64_t>(16, limit - prompt_len);
+    return cap ? std::min(n, *cap) : n;
+  }
   if (*requested > limit - prompt_len) {
     throw ApiError::bad_request(
         chat ? "max_completion_tokens" : "max_tokens",
@@ -151,7 +155,7 @@ int64_t OpenAiService::resolve_max_tokens(bool chat, const std::optional<int64_t
                 *requested, " in the completion)"),
         "context_length_exceeded");
   }
-  return *requested;
+  return cap ? std::min(*requested, *cap) : *requested;
 }
 
 std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r) const {
@@ -195,10 +199,10 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
     std::optional<ChatCompletionRequest> chat_req;
     const char* prompt_param = chat ? "messages" : "prompt";
     if (chat) {
-      chat_req = parse_chat_completion_request(body);
+      chat_req = parse_chat_completion_request(body, config_.sampling_defaults);
       gen = chat_req->gen;
     } else {
-      comp = parse_completion_request(body);
+      comp = parse_completion_request(body, config_.sampling_defaults);
       gen = comp->gen;
     }
     admit(gen.model);

@@ -28,6 +28,8 @@ struct ServiceConfig {
   int64_t max_model_len = 4096;
   // Generation requests in flight (streaming or not) beyond which new ones get 503.
   int max_pending_requests = 1024;
+  // Sampling fields for requests that leave them out (--generation-config).
+  SamplingDefaults sampling_defaults;
 };
 
 struct HttpReply {

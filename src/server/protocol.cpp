@@ -121,8 +121,13 @@ void reject_unimplemented(const JsonFields& f, std::initializer_list<const char*
   }
 }
 
-GenerationRequest parse_common(const JsonFields& f) {
+GenerationRequest parse_common(const JsonFields& f, const SamplingDefaults& d) {
   GenerationRequest g;
+  g.temperature = d.temperature.value_or(g.temperature);
+  g.top_p = d.top_p.value_or(g.top_p);
+  g.top_k = d.top_k.value_or(g.top_k);
+  g.min_p = d.min_p.value_or(g.min_p);
+  g.repetition_penalty = d.repetition_penalty.value_or(g.repetition_penalty);
   if (auto v = f.opt_string("model")) g.model = *v;
   if (auto v = f.opt_int("n", 1, kMaxN)) g.n = int(*v);
   // 0 passes here for completions' echo; the endpoints refuse it otherwise.
@@ -297,11 +302,12 @@ std::vector<ChatMessage> parse_messages(const JsonFields& f) {
 
 }  // namespace
 
-CompletionRequest parse_completion_request(std::string_view body) try {
+CompletionRequest parse_completion_request(std::string_view body,
+                                           const SamplingDefaults& defaults) try {
   const json j = parse_json_object(body);
   const JsonFields f(j);
   CompletionRequest r;
-  r.gen = parse_common(f);
+  r.gen = parse_common(f, defaults);
   r.prompts = parse_prompts(f.find("prompt"));
   if (auto v = f.opt_int("logprobs", 0, kMaxLogprobs)) r.gen.logprobs = int(*v);
   if (auto v = f.opt_bool("echo")) r.echo = *v;
@@ -323,11 +329,12 @@ CompletionRequest parse_completion_request(std::string_view body) try {
   throw to_api_error(e);
 }
 
-ChatCompletionRequest parse_chat_completion_request(std::string_view body) try {
+ChatCompletionRequest parse_chat_completion_request(std::string_view body,
+                                                    const SamplingDefaults& defaults) try {
   const json j = parse_json_object(body);
   const JsonFields f(j);
   ChatCompletionRequest r;
-  r.gen = parse_common(f);
+  r.gen = parse_common(f, defaults);
   if (r.gen.max_tokens == 0) throw_max_tokens_zero("max_tokens");
   if (auto v = f.opt_int("max_completion_tokens", 1, kI64Max)) r.gen.max_tokens = *v;
   r.messages = parse_messages(f);
@@ -367,6 +374,37 @@ ChatCompletionRequest parse_chat_completion_request(std::string_view body) try {
   return r;
 } catch (const JsonError& e) {
   throw to_api_error(e);
+}
+
+SamplingDefaults SamplingDefaults::from_generation_config(const io::GenerationConfig& g) {
+  SamplingDefaults d;
+  // transformers' GenerationConfig defaults: a value equal to one is not in to_diff_dict().
+  if (g.temperature && *g.temperature != 1.0) d.temperature = float(*g.temperature);
+  if (g.top_p && *g.top_p != 1.0) d.top_p = float(*g.top_p);
+  if (g.top_k && *g.top_k != 50) d.top_k = int(*g.top_k);
+  if (g.min_p) d.min_p = float(*g.min_p);
+  if (g.repetition_penalty && *g.repetition_penalty != 1.0)
+    d.repetition_penalty = float(*g.repetition_penalty);
+  if (g.max_new_tokens) d.max_tokens = *g.max_new_tokens;
+  return d;
+}
+
+bool SamplingDefaults::empty() const {
+  return !temperature && !top_p && !top_k && !min_p && !repetition_penalty && !max_tokens;
+}
+
+std::string SamplingDefaults::describe() const {
+  std::string out;
+  auto add = [&out](const char* name, const auto& v) {
+    if (v) out += str_cat(out.empty() ? "" : " ", name, "=", *v);
+  };
+  add("temperature", temperature);
+  add("top_p", top_p);
+  add("top_k", top_k);
+  add("min_p", min_p);
+  add("repetition_penalty", repetition_penalty);
+  add("max_tokens", max_tokens);
+  return out;
 }
 
 engine::SamplingParams to_sampling_params(const GenerationRequest& g, int64_t max_tokens) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "io/config.h"
 
 namespace vtllm::server {
 
@@ -33,7 +34,26 @@ struct StreamOptions {
   bool include_usage = false;
 };
 
-// Fields both endpoints share; absent fields keep these (vLLM's) defaults.
+// Default sampling parameters for requests that leave them out: vLLM's
+// get_diff_sampling_param. Taken from a generation_config.json's temperature, top_p,
+// top_k, min_p, repetition_penalty and max_new_tokens (-> max_tokens), each only when
+// it differs from transformers' GenerationConfig default (temperature 1, top_p 1,
+// top_k 50, repetition_penalty 1: vLLM reads the file's to_diff_dict()); do_sample is
+// not read (vLLM does not). max_tokens caps every request, given or not, as vLLM's
+// get_max_tokens does.
+struct SamplingDefaults {
+  std::optional<float> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int> top_k;
+  std::optional<int64_t> max_tokens;
+
+  static SamplingDefaults from_generation_config(const io::GenerationConfig& g);
+  bool empty() const;
+  // "temperature=0.6 top_k=20 top_p=0.95": the fields that are set, for the startup log.
+  std::string describe() const;
+};
+
+// Fields both endpoints share; absent fields keep these (vLLM's) defaults, or the
+// server's SamplingDefaults where set.
 struct GenerationRequest {
   std::string model;  // empty when absent: the served model
   int n = 1;
@@ -98,9 +118,12 @@ struct ChatCompletionRequest {
   std::string chat_template_kwargs;
 };
 
-// Throw ApiError (400) naming the first field at fault.
-CompletionRequest parse_completion_request(std::string_view body);
-ChatCompletionRequest parse_chat_completion_request(std::string_view body);
+// Throw ApiError (400) naming the first field at fault. `defaults` fill the sampling
+// fields the body leaves out (max_tokens is capped later, by the service).
+CompletionRequest parse_completion_request(std::string_view body,
+                                           const SamplingDefaults& defaults = {});
+ChatCompletionRequest parse_chat_completion_request(std::string_view body,
+                                                    const SamplingDefaults& defaults = {});
 
 // The engine's SamplingParams for a request; `max_tokens` is the resolved budget
 // (the request's, or what is left of the context when it gave none).

@@ -80,5 +80,46 @@ TEST(EngineBuilder, ValidatesEveryFlagByName) {
   EXPECT_NE(error_of(a).find("/nonexistent-model-dir/config.json"), std::string::npos);
 }
 
+TEST(EngineBuilder, GenerationConfigSelectsTheSamplingDefaults) {
+  EngineArgs a;
+  a.dir = kModel;
+  // auto: the model's own generation_config.json (temperature 0.6, top_k 20, top_p 0.95).
+  io::GenerationConfig g = sampling_generation_config(a);
+  EXPECT_DOUBLE_EQ(g.temperature.value_or(-1), 0.6);
+  EXPECT_EQ(g.top_k.value_or(-1), 20);
+  EXPECT_DOUBLE_EQ(g.top_p.value_or(-1), 0.95);
+  // The override lays its fields over the file's.
+  a.override_generation_config = R"({"temperature": 0.25, "max_new_tokens": 7})";
+  g = sampling_generation_config(a);
+  EXPECT_DOUBLE_EQ(g.temperature.value_or(-1), 0.25);
+  EXPECT_EQ(g.top_k.value_or(-1), 20);
+  EXPECT_EQ(g.max_new_tokens.value_or(-1), 7);
+  // vllm: no file, only the override.
+  a.generation_config = "vllm";
+  g = sampling_generation_config(a);
+  EXPECT_FALSE(g.top_k.has_value());
+  EXPECT_DOUBLE_EQ(g.temperature.value_or(-1), 0.25);
+  // Another folder; a folder without the file and a bad override are named errors.
+  a.override_generation_config.clear();
+  a.generation_config = kModel;
+  EXPECT_EQ(sampling_generation_config(a).top_k.value_or(-1), 20);
+  a.generation_config = std::string(VTLLM_SOURCE_DIR) + "/docs";
+  try {
+    sampling_generation_config(a);
+    ADD_FAILURE() << "a folder without generation_config.json was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no generation_config.json"), std::string::npos);
+  }
+  a.generation_config = "auto";
+  a.override_generation_config = R"({"temperature": "hot"})";
+  try {
+    sampling_generation_config(a);
+    ADD_FAILURE() << "a bad override was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--override-generation-config"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace vtllm::engine

@@ -104,6 +104,22 @@ std::string forced_text(const TestServer& s, int32_t token, int max_tokens,
   return whole;
 }
 
+TEST(HttpServer, GenerationConfigMaxNewTokensCapsEveryRequest) {
+  TestServerOptions o;
+  o.sampling_defaults.max_tokens = 3;
+  o.sampling_defaults.temperature = 0.0f;  // greedy unless the request says otherwise
+  TestServer s(o);
+  for (const char* body : {R"({"prompt": "Hello world", "max_tokens": 12})",
+                           R"({"prompt": "Hello world"})"}) {
+    auto r = s.client()->Post("/v1/completions", body, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto j = nlohmann::json::parse(r->body);
+    EXPECT_EQ(j["usage"]["completion_tokens"], 3) << body;
+    EXPECT_EQ(j["choices"][0]["text"], expected_text(s, "Hello world", 3)) << body;
+  }
+}
+
 TEST(HttpServer, SkipSpecialTokensIsPerRequest) {
   TestServer s;
   const int32_t im_start = *s.tokenizer().token_to_id("<|im_start|>");

@@ -70,6 +70,32 @@ TEST(Protocol, DefaultsAndNullsAreAbsent) {
   EXPECT_EQ(r.prompts[0].token_ids, (std::vector<int32_t>{1, 2, 3}));
 }
 
+TEST(Protocol, SamplingDefaultsFillOnlyWhatTheRequestLeavesOut) {
+  io::GenerationConfig gc;
+  gc.temperature = 0.6;
+  gc.top_k = 20;
+  gc.top_p = 1.0;               // transformers' default: not in to_diff_dict, not applied
+  gc.repetition_penalty = 1.05;
+  gc.do_sample = false;         // not read, as vLLM
+  gc.max_new_tokens = 64;
+  const SamplingDefaults d = SamplingDefaults::from_generation_config(gc);
+  EXPECT_FALSE(d.top_p.has_value());
+  EXPECT_EQ(d.max_tokens.value_or(0), 64);
+  EXPECT_EQ(d.describe(), "temperature=0.6 top_k=20 repetition_penalty=1.05 max_tokens=64");
+  const ChatCompletionRequest left_out =
+      parse_chat_completion_request(R"({"messages": [{"role": "user", "content": "x"}]})", d);
+  EXPECT_FLOAT_EQ(left_out.gen.temperature, 0.6f);
+  EXPECT_EQ(left_out.gen.top_k, 20);
+  EXPECT_FLOAT_EQ(left_out.gen.top_p, 1.0f);
+  EXPECT_FLOAT_EQ(left_out.gen.repetition_penalty, 1.05f);
+  const CompletionRequest given = parse_completion_request(
+      R"({"prompt": "x", "temperature": 0, "top_k": -1, "repetition_penalty": null})", d);
+  EXPECT_FLOAT_EQ(given.gen.temperature, 0.0f);
+  EXPECT_EQ(given.gen.top_k, -1);
+  EXPECT_FLOAT_EQ(given.gen.repetition_penalty, 1.05f);  // null is absent
+  EXPECT_TRUE(SamplingDefaults::from_generation_config({}).empty());
+}
+
 TEST(Protocol, PromptForms) {
   auto r = parse_completion_request(R"({"prompt": ["a", "b"], "stop": "x"})");
   ASSERT_EQ(r.prompts.size(), 2u);

@@ -94,6 +94,7 @@ struct TestServerOptions {
   // The bundled tiny model itself (ModelRunner on the CPU) instead of FakeModel: for
   // what the fake refuses (prompt logprob rows). step_time does not apply.
   bool real_model = false;
+  SamplingDefaults sampling_defaults;  // as --generation-config would set them
   // Overrides of the HTTP defaults (limits and timeouts included); the host,
   // port, key and body limit above are set over it.
   HttpServerConfig http;
@@ -125,6 +126,7 @@ class TestServer {
     sc.model_root = tiny_model_dir();
     sc.max_model_len = o.max_model_len;
     sc.max_pending_requests = o.max_pending_requests;
+    sc.sampling_defaults = o.sampling_defaults;
     service_ = std::make_unique<OpenAiService>(
         sc, *engine_, tokenizer_,
         [this](const std::string& req) { return chat_template_.render_request(req); });
