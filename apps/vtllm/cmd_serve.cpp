@@ -28,6 +28,7 @@
 #include "model_setup.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
+#include "server/stats_logger.h"
 
 namespace vtllm::cli {
 
@@ -59,6 +60,9 @@ constexpr const char* kUsage =
     "(default 30)\n"
     "  --shutdown-timeout S          drain limit on SIGINT/SIGTERM (default 60)\n"
     "  --http-threads N              HTTP I/O threads (default 2..4 from the cores)\n"
+    "  --disable-access-log          no line per response on stderr (vLLM's\n"
+    "                                --disable-uvicorn-access-log is the same)\n"
+    "  --disable-log-stats           no throughput line every 10 s while busy\n"
     "  (--max-num-seqs defaults to 256)\n";
 
 std::optional<std::string> env(const char* name) {
@@ -144,6 +148,8 @@ int cmd_serve(int argc, char** argv) {
   std::vector<std::string> bool_flags = model_bool_flags();
   bool_flags.emplace_back("help");
   bool_flags.emplace_back("allow-credentials");
+  for (const char* f : {"disable-access-log", "disable-uvicorn-access-log", "disable-log-stats"})
+    bool_flags.emplace_back(f);
   Args args(argc, argv, value_flags, bool_flags);
   if (args.has("help")) {
     std::printf("%s%s", kUsage, kModelFlagsUsage);
@@ -183,6 +189,7 @@ int cmd_serve(int argc, char** argv) {
   hc.cors.allowed_methods = list_flag(args, "allowed-methods", {"*"});
   hc.cors.allowed_headers = list_flag(args, "allowed-headers", {"*"});
   hc.cors.allow_credentials = args.has("allow-credentials");
+  hc.access_log = !args.has("disable-access-log") && !args.has("disable-uvicorn-access-log");
   const engine::EngineArgs flags = model_flags_from_args(args, dir, 256);
   raise_open_file_limit();
   // A busy port fails now, not after the model loaded.
@@ -230,6 +237,9 @@ int cmd_serve(int argc, char** argv) {
       hc.api_key.empty() ? "" : ", API key required");
   std::fflush(stdout);
 
+  // vLLM's stats interval (VLLM_LOG_STATS_INTERVAL's default).
+  std::optional<server::StatsLogger> stats;
+  if (!args.has("disable-log-stats")) stats.emplace(service, std::chrono::seconds(10));
   std::thread serving([&] { http.serve(); });
   const int sig = server::wait_for_termination_signal();
   const double limit_s = double(shutdown_timeout.count()) / 1000;

@@ -82,6 +82,7 @@ EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
   e.stop_token = o.stop_token;
   e.num_prompt_tokens = o.num_prompt_tokens;
   e.num_cached_tokens = o.num_cached_tokens;
+  e.first_scheduled = o.first_scheduled;
   if (!t.detok) return e;
   std::string text;
   // As vLLM's detokenizer: the eos or stop token that ended the request is not

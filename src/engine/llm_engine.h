@@ -10,6 +10,7 @@
 // child index. Not thread-safe: AsyncEngine runs it on one thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -49,6 +50,8 @@ struct EngineOutput {
   std::string stop_string;
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;  // prefix-cache hit at admission
+  // When the scheduler first admitted the request (for queue/prefill time metrics).
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled;
 };
 
 class LlmEngine {

@@ -7,6 +7,7 @@
 // A preempted request loses its cache and recomputes prompt + output so far.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,6 +79,8 @@ struct Request {
   int64_t num_computed_tokens = 0;
   int64_t num_cached_tokens = -1;  // prefix-cache hit at first scheduling; -1 until then
   int num_preemptions = 0;
+  // When the scheduler first admitted it (queue time ends, prefill begins); unset until then.
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled;
   std::optional<int32_t> stop_token;  // the stop token id that finished it, if any
   std::string stop_string;            // the stop string that finished it, if any
 

@@ -151,6 +151,7 @@ SchedulerOutput Scheduler::schedule() {
     s.request = r;
     s.kind = r->status == RequestStatus::kPreempted ? ScheduleKind::kResumed : ScheduleKind::kNew;
     if (r->num_cached_tokens < 0) r->num_cached_tokens = hit.num_tokens;
+    if (!r->first_scheduled) r->first_scheduled = std::chrono::steady_clock::now();
     r->num_computed_tokens += hit.num_tokens;
     r->status = RequestStatus::kRunning;
     running_.push_back(r);
@@ -237,6 +238,7 @@ std::vector<RequestOutput> Scheduler::update_from_output(const SchedulerOutput& 
     o.index = i;
     o.num_prompt_tokens = r.num_prompt_tokens();
     o.num_cached_tokens = r.num_cached_tokens;
+    o.first_scheduled = r.first_scheduled;
     for (int32_t t : sampled.tokens[i]) {
       r.append_output(t);
       o.new_token_ids.push_back(t);

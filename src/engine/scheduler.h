@@ -19,6 +19,7 @@
 // Not thread-safe: the engine thread owns it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -84,6 +85,7 @@ struct RequestOutput {
   std::size_t index = 0;  // position in SchedulerOutput::requests
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;  // prefix-cache hit at first admission
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled;  // Request's
 };
 
 struct SchedulerStats {

@@ -71,6 +71,8 @@ Generation::Generation(engine::AsyncEngine& engine, const text::Tokenizer& token
     engine_ids_.push_back(std::move(id));
     metrics_.prompt_tokens.inc(double(prompt_len));
   }
+  metrics_.request_params_n.observe(double(spec_.params.n));
+  metrics_.request_params_max_tokens.observe(double(spec_.params.max_tokens));
   if (registry_) registry_->add(this);
 }
 
@@ -177,10 +179,16 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
       delta.logprobs = echo_logprobs(p);
     if (o.num_cached_tokens > 0) cached_tokens_[p] = o.num_cached_tokens;
   }
+  if (!s.first_scheduled && o.first_scheduled) s.first_scheduled = o.first_scheduled;
   const int64_t k = int64_t(o.new_token_ids.size());
   if (k > 0) {
     if (s.num_tokens == 0) {
+      s.first_token = now;
       metrics_.time_to_first_token.observe(seconds(now - arrival_));
+      if (s.first_scheduled) {
+        metrics_.request_queue_time.observe(seconds(*s.first_scheduled - arrival_));
+        metrics_.request_prefill_time.observe(seconds(now - *s.first_scheduled));
+      }
     } else {
       metrics_.inter_token_latency.observe(seconds(now - s.last_token) / double(k));
     }
@@ -207,6 +215,11 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
     s.stop_token = o.stop_token;
     s.stop_string = o.stop_string;
     metrics_.e2e_request_latency.observe(seconds(now - arrival_));
+    metrics_.request_prompt_tokens.observe(double(spec_.prompts[p].size()));
+    metrics_.request_generation_tokens.observe(double(s.num_tokens));
+    if (s.num_tokens > 0) metrics_.request_decode_time.observe(seconds(now - s.first_token));
+    if (s.first_scheduled)
+      metrics_.request_inference_time.observe(seconds(now - *s.first_scheduled));
     switch (o.finish_reason) {
       case engine::FinishReason::kStop:
         metrics_.finished_stop.inc();

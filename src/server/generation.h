@@ -93,7 +93,8 @@ class Generation {
     std::string stop_string;
     size_t text_sent = 0;  // bytes streamed so far (completions' text_offset)
     int64_t num_tokens = 0;
-    std::chrono::steady_clock::time_point last_token;
+    std::chrono::steady_clock::time_point first_token, last_token;
+    std::optional<std::chrono::steady_clock::time_point> first_scheduled;  // by the engine
     bool started = false;
   };
 

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -96,6 +98,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start() {
     error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
+    if (srv_.config.access_log) {
+      const tcp::endpoint peer = socket_.remote_endpoint(ec);
+      if (!ec) peer_ = str_cat(peer.address().to_string(), ":", peer.port());
+    }
     if (refuse_) {
       fail_request(ApiError::unavailable(
           str_cat("the server has too many connections open (--max-connections ",
@@ -219,6 +225,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     o.version = req.version;
     o.keep_alive = req.keep_alive;
     o.head_only = req.method == "HEAD";
+    if (srv_.config.access_log)
+      o.request_line =
+          str_cat(req.method, " ", req.target, " HTTP/", req.version / 10, ".", req.version % 10);
     // No request is read after one that closes the connection; reading goes on
     // only to notice the client leaving.
     if (!req.keep_alive) discard_ = true;
@@ -250,6 +259,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       const bool done = front.take(out_);
       if (!out_.empty()) return start_write(/*interim=*/false);
       if (!done) break;
+      if (srv_.config.access_log) log_access(front);
       const bool close_after = front.close_after();
       pending_.pop_front();
       if (close_after) return begin_close();
@@ -286,6 +296,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     out_.clear();
     if (!writing_interim_ && !pending_.empty()) pending_.front()->written(n);
     pump();
+  }
+
+  void log_access(const ResponseSink& r) const {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - r.options().received)
+                          .count();
+    std::fprintf(stderr, "vtllm serve: %s \"%s\" %d %.1f ms\n", peer_.c_str(),
+                 r.options().request_line.c_str(), r.status(), ms);
   }
 
   // Sends nothing more; reads (and drops) for a short while, then closes.
@@ -342,6 +359,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   net::steady_timer write_timer_;
   const bool refuse_;
   std::array<char, 16384> read_buf_;
+  std::string peer_ = "-";  // the client address, for the access log
   std::string in_;  // bytes read and not yet parsed, from in_off_
   size_t in_off_ = 0;
   std::unique_ptr<HttpRequestParser> parser_;  // the request being read

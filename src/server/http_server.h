@@ -45,6 +45,9 @@ struct HttpServerConfig {
   std::chrono::milliseconds body_timeout{30000};
   std::chrono::milliseconds write_timeout{30000};
   size_t stream_high_water = 256u << 10;  // bytes a stream may have waiting for its client
+  // One line per response on stderr when it has been sent (or its client left): client
+  // address, request line, status, milliseconds since the request was read.
+  bool access_log = false;
 };
 
 class HttpServer {

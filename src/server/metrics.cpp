@@ -21,6 +21,17 @@ const std::vector<double> kE2eBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0, 
                                          5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                          60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
+// 1, 2, 5, 10, 20, 50, ... up to `max` (vLLM's build_1_2_5_buckets).
+std::vector<double> one_two_five(int64_t max) {
+  std::vector<double> b;
+  for (double m = 1;; m *= 10) {
+    for (double k : {1.0, 2.0, 5.0}) {
+      if (k * m > double(max)) return b;
+      b.push_back(k * m);
+    }
+  }
+}
+
 // Prometheus floats: shortest round-trip form, +Inf spelled as Prometheus does.
 std::string num(double v) {
   char buf[40];
@@ -48,7 +59,7 @@ std::string escape_label(const std::string& v) {
   return out;
 }
 
-void header(std::string& out, const char* name, const char* type, const char* help) {
+void header(std::string& out, const std::string& name, const char* type, const char* help) {
   out += str_cat("# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
 }
 
@@ -56,7 +67,7 @@ void sample(std::string& out, const std::string& name, const std::string& labels
   out += str_cat(name, "{", labels, "} ", num(v), "\n");
 }
 
-void histogram(std::string& out, const char* name, const char* help, const std::string& labels,
+void histogram(std::string& out, const std::string& name, const char* help, const std::string& labels,
                const Histogram& h) {
   header(out, name, "histogram", help);
   const Histogram::Snapshot s = h.snapshot();
@@ -98,51 +109,83 @@ Histogram::Snapshot Histogram::snapshot() const {
   return s;
 }
 
-ServerMetrics::ServerMetrics(std::string model_name)
+ServerMetrics::ServerMetrics(std::string model_name, int64_t max_model_len)
     : time_to_first_token(kTtftBuckets),
       inter_token_latency(kItlBuckets),
       e2e_request_latency(kE2eBuckets),
+      request_queue_time(kE2eBuckets),
+      request_prefill_time(kE2eBuckets),
+      request_decode_time(kE2eBuckets),
+      request_inference_time(kE2eBuckets),
+      request_prompt_tokens(one_two_five(std::max<int64_t>(max_model_len, 1))),
+      request_generation_tokens(one_two_five(std::max<int64_t>(max_model_len, 1))),
+      request_params_n({1, 2, 5, 10, 20}),
+      request_params_max_tokens(one_two_five(std::max<int64_t>(max_model_len, 1))),
       model_name_(std::move(model_name)) {}
 
 std::string ServerMetrics::render(const engine::SchedulerStats& e) const {
+  return render_with("vtllm:", e) + render_with("vllm:", e);
+}
+
+std::string ServerMetrics::render_with(const std::string& prefix,
+                                       const engine::SchedulerStats& e) const {
   const std::string labels = str_cat("model_name=\"", escape_label(model_name_), "\"");
   std::string out;
-  auto gauge = [&](const char* name, const char* help, double v) {
+  auto gauge = [&](const char* suffix, const char* help, double v) {
+    const std::string name = prefix + suffix;
     header(out, name, "gauge", help);
     sample(out, name, labels, v);
   };
-  auto counter = [&](const char* name, const char* help, double v) {
+  auto counter = [&](const char* suffix, const char* help, double v) {
+    const std::string name = prefix + suffix;
     header(out, name, "counter", help);
     sample(out, name, labels, v);
   };
-  gauge("vtllm:num_requests_running", "Number of requests in model execution batches.",
+  gauge("num_requests_running", "Number of requests in model execution batches.",
         e.num_running);
-  gauge("vtllm:num_requests_waiting", "Number of requests waiting to be processed.", e.num_waiting);
-  gauge("vtllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", e.kv.usage);
-  gauge("vtllm:kv_cache_blocks_used", "KV-cache blocks held by live requests.",
+  gauge("num_requests_waiting", "Number of requests waiting to be processed.", e.num_waiting);
+  gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", e.kv.usage);
+  gauge("kv_cache_blocks_used", "KV-cache blocks held by live requests.",
         double(e.kv.num_blocks - e.kv.num_free_blocks));
-  gauge("vtllm:kv_cache_blocks_total", "Usable KV-cache blocks.", double(e.kv.num_blocks));
-  gauge("vtllm:state_slots_used", "Recurrent-state slots held by live requests.",
+  gauge("kv_cache_blocks_total", "Usable KV-cache blocks.", double(e.kv.num_blocks));
+  gauge("state_slots_used", "Recurrent-state slots held by live requests.",
         double(e.kv.num_state_slots - e.kv.num_free_state_slots));
-  counter("vtllm:num_preemptions_total", "Cumulative number of preemptions.",
+  counter("num_preemptions_total", "Cumulative number of preemptions.",
           double(e.num_preemptions));
-  counter("vtllm:prompt_tokens_total", "Number of prefill tokens processed.",
+  counter("prompt_tokens_total", "Number of prefill tokens processed.",
           prompt_tokens.value());
-  counter("vtllm:generation_tokens_total", "Number of generation tokens processed.",
+  counter("generation_tokens_total", "Number of generation tokens processed.",
           generation_tokens.value());
-  header(out, "vtllm:request_success_total", "counter", "Count of finished requests by reason.");
-  sample(out, "vtllm:request_success_total", labels + ",finished_reason=\"stop\"",
+  header(out, prefix + "request_success_total", "counter", "Count of finished requests by reason.");
+  sample(out, prefix + "request_success_total", labels + ",finished_reason=\"stop\"",
          finished_stop.value());
-  sample(out, "vtllm:request_success_total", labels + ",finished_reason=\"length\"",
+  sample(out, prefix + "request_success_total", labels + ",finished_reason=\"length\"",
          finished_length.value());
-  sample(out, "vtllm:request_success_total", labels + ",finished_reason=\"abort\"",
+  sample(out, prefix + "request_success_total", labels + ",finished_reason=\"abort\"",
          finished_abort.value());
-  histogram(out, "vtllm:time_to_first_token_seconds",
+  histogram(out, prefix + "time_to_first_token_seconds",
             "Histogram of time to first token in seconds.", labels, time_to_first_token);
-  histogram(out, "vtllm:inter_token_latency_seconds",
+  histogram(out, prefix + "inter_token_latency_seconds",
             "Histogram of inter-token latency in seconds.", labels, inter_token_latency);
-  histogram(out, "vtllm:e2e_request_latency_seconds",
+  histogram(out, prefix + "e2e_request_latency_seconds",
             "Histogram of end to end request latency in seconds.", labels, e2e_request_latency);
+  histogram(out, prefix + "request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.", labels, request_queue_time);
+  histogram(out, prefix + "request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.", labels, request_prefill_time);
+  histogram(out, prefix + "request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.", labels, request_decode_time);
+  histogram(out, prefix + "request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.", labels,
+            request_inference_time);
+  histogram(out, prefix + "request_prompt_tokens", "Number of prefill tokens processed.", labels,
+            request_prompt_tokens);
+  histogram(out, prefix + "request_generation_tokens", "Number of generation tokens processed.",
+            labels, request_generation_tokens);
+  histogram(out, prefix + "request_params_n", "Histogram of the n request parameter.", labels,
+            request_params_n);
+  histogram(out, prefix + "request_params_max_tokens",
+            "Histogram of the max_tokens request parameter.", labels, request_params_max_tokens);
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Server metrics in the Prometheus text exposition format (version 0.0.4), with
-// vLLM's metric names under the `vtllm:` prefix and a model_name label.
+// vLLM's metric names and a model_name label, each written twice: under the `vtllm:`
+// prefix and under vLLM's own `vllm:` (so vLLM's dashboards and alerts work unchanged).
 //
 // Counters and histograms are updated from many server threads (lock-free
 // counters, one mutex per histogram); gauges are read from the engine's
@@ -11,7 +12,15 @@
 //   vtllm:prompt_tokens_total, vtllm:generation_tokens_total       counters
 //   vtllm:request_success_total{finished_reason=stop|length|abort} counter
 //   vtllm:time_to_first_token_seconds, vtllm:inter_token_latency_seconds,
-//   vtllm:e2e_request_latency_seconds                              histograms (vLLM's buckets)
+//   vtllm:e2e_request_latency_seconds,
+//   vtllm:request_queue_time_seconds (arrival -> first scheduled),
+//   vtllm:request_prefill_time_seconds (first scheduled -> first token),
+//   vtllm:request_decode_time_seconds (first token -> last token),
+//   vtllm:request_inference_time_seconds (first scheduled -> last token)
+//                                                                  histograms (vLLM's buckets)
+//   vtllm:request_prompt_tokens, vtllm:request_generation_tokens,
+//   vtllm:request_params_n, vtllm:request_params_max_tokens       histograms (1-2-5 buckets
+//                                                                  up to max_model_len)
 #pragma once
 
 #include <atomic>
@@ -58,7 +67,8 @@ class Histogram {
 
 class ServerMetrics {
  public:
-  explicit ServerMetrics(std::string model_name);
+  // max_model_len bounds the token-count histograms' buckets (vLLM's build_1_2_5_buckets).
+  explicit ServerMetrics(std::string model_name, int64_t max_model_len = 4096);
 
   Counter prompt_tokens;
   Counter generation_tokens;
@@ -68,11 +78,20 @@ class ServerMetrics {
   Histogram time_to_first_token;
   Histogram inter_token_latency;
   Histogram e2e_request_latency;
+  Histogram request_queue_time;
+  Histogram request_prefill_time;
+  Histogram request_decode_time;
+  Histogram request_inference_time;
+  Histogram request_prompt_tokens;
+  Histogram request_generation_tokens;
+  Histogram request_params_n;
+  Histogram request_params_max_tokens;
 
-  // The whole /metrics page.
+  // The whole /metrics page: every metric under both prefixes.
   std::string render(const engine::SchedulerStats& engine) const;
 
  private:
+  std::string render_with(const std::string& prefix, const engine::SchedulerStats& e) const;
   std::string model_name_;
 };
 

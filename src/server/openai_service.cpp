@@ -39,7 +39,7 @@ OpenAiService::OpenAiService(ServiceConfig config, engine::AsyncEngine& engine,
       engine_(engine),
       tokenizer_(tokenizer),
       chat_(std::move(chat)),
-      metrics_(config_.model_name),
+      metrics_(config_.model_name, config_.max_model_len),
       next_id_(random_u64()),
       created_base_(int64_t(std::time(nullptr))) {}
 
@@ -61,6 +61,8 @@ HttpReply OpenAiService::health() const {
 }
 
 HttpReply OpenAiService::version() const { return json_reply({{"version", vtllm::version()}}); }
+
+engine::SchedulerStats OpenAiService::engine_stats() const { return engine_.stats(); }
 
 HttpReply OpenAiService::metrics() const {
   return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",

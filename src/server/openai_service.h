@@ -52,6 +52,9 @@ class OpenAiService {
   HttpReply health() const;
   HttpReply version() const;
   HttpReply metrics() const;
+  // The counters behind /metrics and the engine's gauges now (the periodic stats line).
+  const ServerMetrics& server_metrics() const { return metrics_; }
+  engine::SchedulerStats engine_stats() const;
   HttpReply tokenize(std::string_view body) const;
   HttpReply detokenize(std::string_view body) const;
 

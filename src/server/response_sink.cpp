@@ -40,6 +40,7 @@ void ResponseSink::reply(int status, std::string_view content_type, std::string_
     std::lock_guard lock(mu_);
     VT_CHECK(!started_, "response sink: a second response to one request");
     started_ = true;
+    status_ = status;
     close_ = !keep;
   }
   append(bytes, /*finished=*/true);
@@ -59,6 +60,7 @@ void ResponseSink::begin_stream(int status, std::string_view content_type,
     std::lock_guard lock(mu_);
     VT_CHECK(!started_, "response sink: a second response to one request");
     started_ = true;
+    status_ = status;
     chunked_ = chunked;
     close_ = !keep;
   }
@@ -101,6 +103,11 @@ void ResponseSink::fail() {
     close_ = true;
   }
   append({}, true);
+}
+
+int ResponseSink::status() const {
+  std::lock_guard lock(mu_);
+  return status_;
 }
 
 bool ResponseSink::started() const {

@@ -11,6 +11,7 @@
 // Thread-safe: producer and connection calls may come from different threads.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -30,6 +31,10 @@ class ResponseSink {
     bool head_only = false;  // a HEAD request: the head without the body
     HttpHeaders headers;     // added to the head (CORS)
     size_t high_water = 256u << 10;
+    // For the access log: "POST /v1/completions HTTP/1.1" ("-" for a malformed
+    // request) and when the request was read.
+    std::string request_line = "-";
+    std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
   };
 
   // `notify` is called, from the producing thread and without a lock held, when
@@ -52,6 +57,9 @@ class ResponseSink {
   bool gone() const;
   // A head was produced (reply() or begin_stream() was called).
   bool started() const;
+  // The status of the head produced; 0 before.
+  int status() const;
+  const Options& options() const { return options_; }
   // `f` runs once when the connection goes (at once, on this thread, if it is
   // gone already); it must not block. clear_on_gone() drops it.
   void on_gone(std::function<void()> f);
@@ -77,6 +85,7 @@ class ResponseSink {
   std::string out_;       // formatted bytes not yet taken
   size_t buffered_ = 0;   // bytes not yet written (taken or not)
   bool started_ = false;  // a head was produced
+  int status_ = 0;
   bool chunked_ = false;
   bool finished_ = false;  // the producer is done
   bool close_ = false;

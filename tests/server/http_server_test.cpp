@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/version.h"
+#include "server/stats_logger.h"
 #include "test_server.h"
 
 namespace vtllm::server {
@@ -118,6 +119,60 @@ TEST(HttpServer, GenerationConfigMaxNewTokensCapsEveryRequest) {
     EXPECT_EQ(j["usage"]["completion_tokens"], 3) << body;
     EXPECT_EQ(j["choices"][0]["text"], expected_text(s, "Hello world", 3)) << body;
   }
+}
+
+TEST(HttpServer, RequestPhaseHistogramsCountEachFinishedRequest) {
+  TestServer s;
+  for (int i = 0; i < 3; ++i) {
+    auto r = s.client()->Post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 4})",
+                              "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+  }
+  const std::string page = s.client()->Get("/metrics")->body;
+  for (const char* name :
+       {"vllm:request_queue_time_seconds_count", "vllm:request_prefill_time_seconds_count",
+        "vllm:request_decode_time_seconds_count", "vllm:request_inference_time_seconds_count",
+        "vllm:request_prompt_tokens_count", "vllm:request_generation_tokens_count",
+        "vllm:e2e_request_latency_seconds_count", "vtllm:request_params_n_count"})
+    EXPECT_EQ(metric(page, name), 3) << name << "\n" << page;
+  EXPECT_EQ(metric(page, "vllm:request_generation_tokens_sum"), 12);
+  EXPECT_EQ(metric(page, "vllm:generation_tokens_total"), 12);
+}
+
+TEST(HttpServer, AccessLogWritesOneLinePerResponse) {
+  TestServerOptions o;
+  o.http.access_log = true;
+  testing::internal::CaptureStderr();
+  {
+    TestServer s(o);
+    auto r = s.client()->Post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 2})",
+                              "application/json");
+    ASSERT_TRUE(r);
+    auto bad = s.client()->Post("/v1/completions", R"({"prompt": 5})", "application/json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(s.client()->Get("/health")->status, 200);
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("\"POST /v1/completions HTTP/1.1\" 200 "), std::string::npos) << log;
+  EXPECT_NE(log.find("\"POST /v1/completions HTTP/1.1\" 400 "), std::string::npos) << log;
+  EXPECT_NE(log.find("\"GET /health HTTP/1.1\" 200 "), std::string::npos) << log;
+  EXPECT_NE(log.find("vtllm serve: 127.0.0.1:"), std::string::npos) << log;
+}
+
+TEST(HttpServer, StatsLineReportsThroughputOnlyWhenBusy) {
+  TestServer s;
+  StatsLogger logger(s.service(), std::chrono::milliseconds(0));
+  EXPECT_FALSE(logger.tick().has_value());  // idle
+  auto r = s.client()->Post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 5})",
+                            "application/json");
+  ASSERT_TRUE(r);
+  const std::optional<std::string> line = logger.tick();
+  ASSERT_TRUE(line.has_value());
+  EXPECT_NE(line->find("avg prompt throughput "), std::string::npos) << *line;
+  EXPECT_NE(line->find("running 0 reqs, waiting 0 reqs"), std::string::npos) << *line;
+  EXPECT_EQ(line->find("generation throughput 0.0 "), std::string::npos) << *line;
+  EXPECT_FALSE(logger.tick().has_value());  // nothing since
 }
 
 TEST(HttpServer, SkipSpecialTokensIsPerRequest) {

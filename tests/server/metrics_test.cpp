@@ -107,6 +107,31 @@ TEST(Metrics, RenderUsesVllmNamesAndEngineGauges) {
   EXPECT_EQ(types.at("vtllm:prompt_tokens_total"), "counter");
   EXPECT_EQ(types.at("vtllm:kv_cache_usage_perc"), "gauge");
   EXPECT_EQ(types.at("vtllm:inter_token_latency_seconds"), "histogram");
+  // Every metric also under vLLM's own prefix, with the same value.
+  for (const auto& [name, value] : s) {
+    if (name.rfind("vtllm:", 0) != 0) continue;
+    const std::string twin = "vllm:" + name.substr(6);
+    ASSERT_TRUE(s.count(twin)) << twin;
+    EXPECT_EQ(s.at(twin), value) << twin;
+  }
+}
+
+TEST(Metrics, TokenHistogramsUseOneTwoFiveBucketsUpToTheContext) {
+  ServerMetrics m("m", 600);
+  m.request_prompt_tokens.observe(7);
+  m.request_prompt_tokens.observe(600);
+  m.request_queue_time.observe(0.4);
+  std::map<std::string, std::string> types;
+  const auto s = parse_exposition(m.render({}), &types);
+  const std::string l = "model_name=\"m\"";
+  for (const char* le : {"1", "2", "5", "10", "20", "50", "100", "200", "500"})
+    EXPECT_TRUE(s.count("vllm:request_prompt_tokens_bucket{" + l + ",le=\"" + le + "\"}")) << le;
+  EXPECT_FALSE(s.count("vllm:request_prompt_tokens_bucket{" + l + ",le=\"1000\"}"));
+  EXPECT_EQ(s.at("vllm:request_prompt_tokens_bucket{" + l + ",le=\"5\"}"), 0);
+  EXPECT_EQ(s.at("vllm:request_prompt_tokens_bucket{" + l + ",le=\"10\"}"), 1);
+  EXPECT_EQ(s.at("vllm:request_prompt_tokens_bucket{" + l + ",le=\"+Inf\"}"), 2);
+  EXPECT_EQ(s.at("vllm:request_queue_time_seconds_bucket{" + l + ",le=\"0.3\"}"), 0);
+  EXPECT_EQ(s.at("vllm:request_queue_time_seconds_bucket{" + l + ",le=\"0.5\"}"), 1);
 }
 
 }  // namespace
