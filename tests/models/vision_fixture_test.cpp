@@ -7,7 +7,7 @@
 //     T + k + delta on all rows while decoding), every reported logit within 1e-4 of
 //     the oracle's relative to the step's largest |top logit|; and again end to end
 //     with the tower's own features where the fixture stores every item's pixels;
-//   - zero features change the tokens (the fixture is sensitive to the image).
+//   - zero features change most of the tokens (the fixture is sensitive to the image).
 // Skips, saying so, until the fixture exists.
 #include <gtest/gtest.h>
 
@@ -348,7 +348,8 @@ TEST(VisionFixture, ZeroFeaturesChangeTheTokens) {
     const auto want = c["continuation"].get<std::vector<int32_t>>();
     int changed = 0;
     for (size_t i = 0; i < want.size(); ++i) changed += got[i] != want[i];
-    EXPECT_GE(changed, 1) << name << ": zero features give the oracle's tokens";
+    // Most of them (the fixture is seed-selected so inverted pixels change most, too).
+    EXPECT_GE(changed, int(want.size()) / 2) << name << ": zero features keep the oracle's tokens";
     std::printf(
         "[vl fixture] %s: zero features change %d of %zu tokens (inverted pixels in the "
         "oracle: %d)\n",
