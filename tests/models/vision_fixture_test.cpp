@@ -8,6 +8,8 @@
 //     the oracle's relative to the step's largest |top logit|; and again end to end
 //     with the tower's own features where the fixture stores every item's pixels;
 //   - zero features change most of the tokens (the fixture is sensitive to the image).
+// and the bf16 gate: the same end to end in bf16 (on the CPU's bf16 path, and on CUDA when
+// there is a device) against vl_reference_bf16.json outside the tie band.
 // Skips, saying so, until the fixture exists.
 #include <gtest/gtest.h>
 
@@ -26,6 +28,7 @@
 #include "io/safetensors.h"
 #include "models/cache.h"
 #include "models/registry.h"
+#include "vt/device.h"
 #include "vt/ops/copy.h"
 
 namespace vtllm::models {
@@ -47,12 +50,17 @@ struct Fixture {
   json ref;
   std::optional<io::SafetensorsFile> tensors;
   std::unique_ptr<Model> model;
-  vt::Stream s{vt::Device::cpu()};
+  vt::Stream s;
 
-  Fixture()
+  // The fixture's model on `device` in `dtype` (unset: the device's default).
+  explicit Fixture(vt::Device device = vt::Device::cpu(), std::optional<vt::DType> dtype = {})
       : ref(json::parse(read_file(kDir + "/vl_reference.json"))),
-        tensors(io::SafetensorsFile::open(kDir + "/vl_tensors.safetensors")) {
-    model = load_model(kDir, s, {}, ModelOptions{});
+        tensors(io::SafetensorsFile::open(kDir + "/vl_tensors.safetensors")),
+        s(device) {
+    LoadConfig load;
+    load.device = device;
+    load.dtype = dtype;
+    model = load_model(kDir, s, load, ModelOptions{});
   }
   // Another model and reference, no tensors (the driver's own check).
   Fixture(std::unique_ptr<Model> m, json r) : ref(std::move(r)), model(std::move(m)) {}
@@ -135,12 +143,21 @@ InputEmbeddings placeholder_embeds(const std::vector<int32_t>& ids, const json& 
   return e;
 }
 
+// `e` with its values in the model's dtype on its device.
+InputEmbeddings on_model(Fixture& f, InputEmbeddings e) {
+  if (e.rows.empty()) return e;
+  e.values = vt::to_device(f.s, vt::to_dtype(f.s, e.values, f.model->dtype()), f.model->device());
+  return e;
+}
+
 // One sequence on a paged cache, fed [3, T] positions: the prompt's from the fixture,
 // then index + delta on every row.
 class MropeRunner {
  public:
   MropeRunner(Model& model, vt::Stream& s)
-      : model_(model), s_(s), cache_(model.cache_spec(), kBlocks, kBlockSize, 1) {}
+      : model_(model),
+        s_(s),
+        cache_(s, model.cache_spec(), kBlocks, kBlockSize, 1, model.dtype()) {}
 
   std::vector<float> step(const std::vector<int32_t>& ids, const std::vector<int64_t>& pos3,
                           const InputEmbeddings* embeds) {
@@ -292,39 +309,54 @@ TEST(VisionFixture, GreedyMatchesOracleWithOracleFeatures) {
       tokens, max_rel);
 }
 
+// Whether every image and video of case `c` has its pixels in the fixture.
+bool all_items_stored(const Fixture& f, const json& c) {
+  for (const auto& k : {"images", "videos"})
+    for (const auto& item : c[k])
+      if (!f.ref["stored_items"].contains(item.get<std::string>())) return false;
+  return true;
+}
+
+// The tower's features of one modality of case `c` ("images" / "videos" with their grid
+// key), its items packed in order through one encode call as the model does; f32 on the
+// CPU, undefined when the case has none.
+vt::Tensor tower_features(Fixture& f, const json& c, const char* items, const char* grids) {
+  if (c[items].empty()) return vt::Tensor();
+  VisionTower* tower = f.model->vision_tower();
+  VT_CHECK(tower != nullptr, "the fixture's model has no vision tower");
+  std::vector<vt::Tensor> px;
+  int64_t rows = 0;
+  for (const auto& item : c[items]) {
+    px.push_back(f.pixels(item.get<std::string>()));
+    rows += px.back().size(0);
+  }
+  vt::Tensor all_px = vt::Tensor::empty({rows, tower->patch_dim()}, vt::DType::kF32);
+  int64_t off = 0;
+  for (const vt::Tensor& p : px) {
+    std::memcpy(all_px.data<float>() + off * tower->patch_dim(), p.data_ptr(), p.nbytes());
+    off += p.size(0);
+  }
+  const vt::Tensor out = tower->encode(f.s, all_px, grids_of(c[grids]));
+  vt::Stream cpu(vt::Device::cpu(), 1);
+  return vt::to_dtype(cpu, vt::to_device(f.s, out, vt::Device::cpu()), vt::DType::kF32);
+}
+
+InputEmbeddings tower_embeds(Fixture& f, const json& c) {
+  return on_model(
+      f, placeholder_embeds(c["ids"].get<std::vector<int32_t>>(), f.ref["vision_token_ids"],
+                            tower_features(f, c, "images", "image_grid_thw"),
+                            tower_features(f, c, "videos", "video_grid_thw")));
+}
+
 TEST(VisionFixture, GreedyMatchesOracleEndToEnd) {
   VT_REQUIRE_VL_FIXTURE();
   Fixture f;
-  VisionTower* tower = f.model->vision_tower();
-  ASSERT_NE(tower, nullptr);
-  const json& stored = f.ref["stored_items"];
+  ASSERT_NE(f.model->vision_tower(), nullptr);
   double max_rel = 0;
   int cases = 0;
   for (const auto& c : f.ref["cases"]) {
-    bool all = true;
-    for (const auto& k : {"images", "videos"})
-      for (const auto& item : c[k]) all = all && stored.contains(item.get<std::string>());
-    if (!all) continue;
-    // Each modality's items packed in order through one encode call, as the model does.
-    auto encode = [&](const char* items, const char* grids) {
-      if (c[items].empty()) return vt::Tensor();
-      std::vector<vt::Tensor> px;
-      int64_t rows = 0;
-      for (const auto& item : c[items]) {
-        px.push_back(f.pixels(item.get<std::string>()));
-        rows += px.back().size(0);
-      }
-      vt::Tensor all_px = vt::Tensor::empty({rows, tower->patch_dim()}, vt::DType::kF32);
-      int64_t off = 0;
-      for (const vt::Tensor& p : px) {
-        std::memcpy(all_px.data<float>() + off * tower->patch_dim(), p.data_ptr(), p.nbytes());
-        off += p.size(0);
-      }
-      return vt::to_dtype(f.s, tower->encode(f.s, all_px, grids_of(c[grids])), vt::DType::kF32);
-    };
-    const InputEmbeddings e =
-        placeholder_embeds(c["ids"].get<std::vector<int32_t>>(), f.ref["vision_token_ids"],
-                           encode("images", "image_grid_thw"), encode("videos", "video_grid_thw"));
+    if (!all_items_stored(f, c)) continue;
+    const InputEmbeddings e = tower_embeds(f, c);
     greedy(f, c, e, true, &max_rel);
     ++cases;
   }
@@ -355,6 +387,85 @@ TEST(VisionFixture, ZeroFeaturesChangeTheTokens) {
         "oracle: %d)\n",
         name.c_str(), changed, want.size(), c["inverted"]["tokens_changed"].get<int>());
   }
+}
+
+// ---- the bf16 gate (the CUDA backend's; its check runs on the CPU's bf16 path too)
+
+// The tie band of tests/models/cuda_parity_test.cpp: 2 bf16 ulps of the step's top logit.
+constexpr double kTieBandUlps = 2;
+
+double bf16_ulp(double x) {
+  const double a = std::abs(x);
+  if (a < 1e-30) return std::ldexp(1.0, -133);
+  return std::ldexp(1.0, std::ilogb(a) - 7);
+}
+
+// Every case whose pixels are stored, end to end in bf16 on `device` (tower, then the
+// language model with the fixture's positions), against vl_reference_bf16.json: every
+// token equal except at a step whose oracle margin is inside the tie band, where the
+// rest of the case is not compared (printed).
+void run_bf16_gate(vt::Device device) {
+  Fixture f(device, vt::DType::kBF16);
+  ASSERT_EQ(f.model->dtype(), vt::DType::kBF16);
+  const json bref = json::parse(read_file(kDir + "/vl_reference_bf16.json"));
+  int cases = 0, compared = 0, in_band = 0;
+  for (const auto& c : f.ref["cases"]) {
+    if (!all_items_stored(f, c)) continue;
+    const std::string name = c["name"].get<std::string>();
+    const json* b = nullptr;
+    for (const auto& x : bref["cases"])
+      if (x["name"] == name) b = &x;
+    ASSERT_NE(b, nullptr) << name << " is not in vl_reference_bf16.json";
+    ASSERT_EQ((*b)["ids"], c["ids"]) << name;
+    const auto ids = c["ids"].get<std::vector<int32_t>>();
+    const int64_t T = int64_t(ids.size()), delta = c["delta"].get<int64_t>();
+    std::vector<int64_t> pos3;
+    for (int r = 0; r < 3; ++r)
+      for (const auto& p : c["positions"][size_t(r)]) pos3.push_back(p.get<int64_t>());
+    const InputEmbeddings e = tower_embeds(f, c);
+    MropeRunner run(*f.model, f.s);
+    std::vector<float> logits = run.step(ids, pos3, &e);
+    const auto cont = (*b)["continuation"].get<std::vector<int32_t>>();
+    for (size_t step = 0; step < cont.size(); ++step) {
+      const double top = (*b)["top_logits"][step][0].get<double>();
+      const double margin = (*b)["margins"][step].get<double>();
+      const double band = kTieBandUlps * bf16_ulp(top);
+      const int32_t tok = argmax(logits);
+      ++compared;
+      if (margin <= band) {
+        ++in_band;
+        std::printf(
+            "[vl bf16] %s step %zu: oracle margin %.6g inside the tie band %.6g; vtllm "
+            "%d, oracle %d%s\n",
+            name.c_str(), step, margin, band, tok, cont[step],
+            tok == cont[step] ? "" : ": diverged, rest of the case not compared");
+        if (tok != cont[step]) break;
+      }
+      if (tok != cont[step]) {
+        ADD_FAILURE() << name << " step " << step << ": vtllm " << tok << ", oracle " << cont[step]
+                      << ", oracle margin " << margin << " > tie band " << band;
+        break;
+      }
+      if (step + 1 == cont.size()) break;
+      const int64_t p = T + int64_t(step) + delta;
+      logits = run.step({tok}, {p, p, p}, nullptr);
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 1);
+  std::printf("[vl bf16] %s: %d cases end to end, %d steps compared, %d inside the tie band\n",
+              device.str().c_str(), cases, compared, in_band);
+}
+
+TEST(VisionFixture, Bf16CpuEndToEndMatchesBf16OracleOutsideTieBand) {
+  VT_REQUIRE_VL_FIXTURE();
+  run_bf16_gate(vt::Device::cpu());
+}
+
+TEST(VisionFixture, Bf16CudaEndToEndMatchesBf16OracleOutsideTieBand) {
+  VT_REQUIRE_VL_FIXTURE();
+  if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  run_bf16_gate(vt::Device::cuda(0));
 }
 
 }  // namespace
