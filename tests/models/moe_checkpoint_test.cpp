@@ -2,7 +2,7 @@
 // the fused fixture (mlp.experts.gate_up_proj [E, 2I, H], down_proj [E, H, I]) is
 // rewritten here, byte for byte, as per-expert gate/up/down tensors in a temporary
 // directory; the loader must assemble the same parameters (equal bytes) and the model
-// give bit-identical logits. Skips until the MoE fixtures are generated.
+// give bit-identical logits.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -57,8 +57,6 @@ std::vector<StTensor> per_expert_tensors(const std::string& dir, int64_t* split)
 
 void check_layouts(const std::string& rel_dir) {
   const std::string dir = kSource + "/" + rel_dir;
-  if (!fs::exists(dir + "/model.safetensors"))
-    GTEST_SKIP() << rel_dir << " is not generated yet (tools/oracle/README.md)";
   io::testing::TempDir tmp;
   int64_t split = 0;
   io::testing::write_file(tmp / "model.safetensors",
