@@ -94,5 +94,14 @@ TEST(OracleFixtures, Qwen3_5TinyR3VlTextGreedyMatchesOracle) {
 }
 TEST(OracleFixtures, BundledTinyQwen3_5GreedyMatchesOracle) { run_fixture("models/tiny-qwen3.5"); }
 
+// 8 sparse layers, 16 experts, top-4, fused experts in the checkpoint.
+TEST(OracleFixtures, Qwen3_5MoeTinyGreedyMatchesOracle) {
+  run_fixture("tests/fixtures/qwen3_5_moe-tiny");
+}
+// Qwen3_5MoeForConditionalGeneration's text path: 32 experts, top-8.
+TEST(OracleFixtures, Qwen3_5MoeTinyVlTextGreedyMatchesOracle) {
+  run_fixture("tests/fixtures/qwen3_5_moe-tiny-vl");
+}
+
 }  // namespace
 }  // namespace vtllm::models
