@@ -5,22 +5,24 @@
 // MRoPE rows are equal and the table equals 1-D rotary; [3, T] positions from the
 // multimodal path are applied as MRoPE with the config's sections.
 // Qwen3_5ForCausalLM and the text model of Qwen3_5ForConditionalGeneration (its vision
-// tower is not built yet).
+// tower is not built yet). The decoder assembly (build_qwen3_5_decoder, qwen3_5.h) is
+// shared with the MoE classes (qwen3_5_moe.cpp).
+#include "models/qwen3_5.h"
+
 #include "base/error.h"
 #include "models/layers/attention.h"
 #include "models/layers/decoder.h"
 #include "models/layers/gdn.h"
 #include "models/layers/mlp.h"
-#include "models/registry.h"
 
 namespace vtllm::models {
 
-std::unique_ptr<Model> build_qwen3_5(const io::ModelConfig& config, ParamSink& w,
-                                     const ModelOptions& options, vt::DType dtype) {
+std::unique_ptr<Model> build_qwen3_5_decoder(const io::ModelConfig& config, ParamSink& w,
+                                             const ModelOptions& options, vt::DType dtype,
+                                             const char* arch, const FeedForwardBuilder& ffn) {
   const io::TextConfig& t = config.text;
-  VT_CHECK(!t.moe.has_value(), "qwen3_5: the MoE variant is not supported yet");
-  VT_CHECK(t.linear_attention.has_value(), "qwen3_5: the config has no linear-attention dims");
-  VT_CHECK(t.rope.rope_type == "default", "qwen3_5: rope_type '", t.rope.rope_type,
+  VT_CHECK(t.linear_attention.has_value(), arch, ": the config has no linear-attention dims");
+  VT_CHECK(t.rope.rope_type == "default", arch, ": rope_type '", t.rope.rope_type,
            "' is not supported yet (only 'default')");
   const float eps = float(t.rms_norm_eps);
   const RopeSpec rope{.rotary_dim = t.rotary_dim(),
@@ -50,13 +52,22 @@ std::unique_ptr<Model> build_qwen3_5(const io::ModelConfig& config, ParamSink& w
                                                 options.fuse_attn_preamble);
         break;
       default:
-        VT_THROW("qwen3_5: layer ", i, " is ", io::layer_type_name(t.layer_types[size_t(i)]),
-                 ", which qwen3_5 does not build");
+        VT_THROW(arch, ": layer ", i, " is ", io::layer_type_name(t.layer_types[size_t(i)]),
+                 ", which ", arch, " does not build");
     }
-    stack.add_layer(w, std::move(mixer),
-                    std::make_unique<SwiGluMlp>(t.hidden_size, t.intermediate_size, w, p + "mlp."));
+    stack.add_layer(w, std::move(mixer), ffn(w, p + "mlp."));
   }
   return std::make_unique<DecoderModel>(config, std::move(stack), w.device(), dtype);
+}
+
+std::unique_ptr<Model> build_qwen3_5(const io::ModelConfig& config, ParamSink& w,
+                                     const ModelOptions& options, vt::DType dtype) {
+  const io::TextConfig& t = config.text;
+  VT_CHECK(!t.moe.has_value(), "qwen3_5: a config with MoE fields is a qwen3_5_moe class");
+  return build_qwen3_5_decoder(
+      config, w, options, dtype, "qwen3_5", [&](ParamSink& ws, const std::string& prefix) {
+        return std::make_unique<SwiGluMlp>(t.hidden_size, t.intermediate_size, ws, prefix);
+      });
 }
 
 }  // namespace vtllm::models

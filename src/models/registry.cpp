@@ -12,7 +12,7 @@
 namespace vtllm::models {
 
 // The architecture files' builders (models/<arch>.cpp).
-ModelBuilder build_qwen3, build_qwen3_5;
+ModelBuilder build_qwen3, build_qwen3_5, build_qwen3_5_moe;
 
 const std::vector<ArchitectureEntry>& architectures() {
   static const std::vector<ArchitectureEntry> table = [] {
@@ -20,6 +20,8 @@ const std::vector<ArchitectureEntry>& architectures() {
         {{"Qwen3ForCausalLM", false, {"qwen3"}}, &build_qwen3},
         {{"Qwen3_5ForCausalLM", false, {"qwen3_5_text", "qwen3_5"}}, &build_qwen3_5},
         {{"Qwen3_5ForConditionalGeneration", true, {"qwen3_5"}}, &build_qwen3_5},
+        {{"Qwen3_5MoeForCausalLM", false, {"qwen3_5_moe_text", "qwen3_5_moe"}}, &build_qwen3_5_moe},
+        {{"Qwen3_5MoeForConditionalGeneration", true, {"qwen3_5_moe"}}, &build_qwen3_5_moe},
     };
     std::sort(t.begin(), t.end(), [](const ArchitectureEntry& a, const ArchitectureEntry& b) {
       return a.config_class.name < b.config_class.name;

@@ -1,6 +1,7 @@
 // The model classes the io tests parse configs as: the typed-config parser takes its
-// class from the models registry in the engine; here a fixed table (including classes
-// the registry does not build yet, whose configs io still reads) stands in for it.
+// class from the models registry in the engine; io's tests cannot link models, so a
+// fixed table stands in for it (the registry's classes, plus Llama, whose configs io
+// reads though no model file builds it).
 #pragma once
 
 #include <filesystem>

@@ -1,8 +1,7 @@
 // An independent enumeration of the transformers classes' parameters, written from
 // docs/qwen3_5.md §3 as test reference data: the io loader tests load checkpoints
-// made from it (including MoE classes the models registry does not build yet), and
-// the models tests hold the layers' own declarations (models::declare_params) equal
-// to it, name for name and shape for shape.
+// made from it, and the models tests hold the layers' own declarations
+// (models::declare_params) equal to it, name for name and shape for shape.
 #pragma once
 
 #include <string>

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "../io/reference_params.h"
 #include "models/registry.h"
 
@@ -14,11 +16,20 @@ int64_t total(const std::vector<io::ParamSpec>& specs) { return io::param_totals
 
 // The models every registry class is exercised on: the oracle fixtures (saved by
 // transformers' save_pretrained), the bundled default and the dense bench shapes.
+// The MoE fixtures join when they have been generated (tools/oracle/README.md).
 std::vector<std::string> model_dirs() {
-  return {kSource + "/tests/fixtures/qwen3-tiny", kSource + "/tests/fixtures/qwen3_5-tiny-r2",
-          kSource + "/tests/fixtures/qwen3_5-tiny-r3-vl", kSource + "/tests/fixtures/qwen3_5-tiny-hd48",
-          kSource + "/models/tiny-qwen3.5",
-          kSource + "/bench/models/qwen3_5-default-text", kSource + "/bench/models/qwen3_6-27b"};
+  std::vector<std::string> dirs = {kSource + "/tests/fixtures/qwen3-tiny",
+                                   kSource + "/tests/fixtures/qwen3_5-tiny-r2",
+                                   kSource + "/tests/fixtures/qwen3_5-tiny-r3-vl",
+                                   kSource + "/tests/fixtures/qwen3_5-tiny-hd48",
+                                   kSource + "/models/tiny-qwen3.5",
+                                   kSource + "/bench/models/qwen3_5-default-text",
+                                   kSource + "/bench/models/qwen3_6-27b",
+                                   kSource + "/bench/models/qwen3_6-35b-a3b"};
+  for (const char* moe :
+       {"/tests/fixtures/qwen3_5_moe-tiny", "/tests/fixtures/qwen3_5_moe-tiny-vl"})
+    if (std::filesystem::exists(kSource + moe + "/config.json")) dirs.push_back(kSource + moe);
+  return dirs;
 }
 
 TEST(DeclareParams, LayersDeclareExactlyTheReferenceEnumeration) {
@@ -41,6 +52,27 @@ TEST(DeclareParams, BenchConfigCountsEqualTransformers) {
   const std::string bench = kSource + "/bench/models/";
   EXPECT_EQ(total(declare_params(load_model_config(bench + "qwen3_5-default-text"))), 8953803264);
   EXPECT_EQ(total(declare_params(load_model_config(bench + "qwen3_6-27b"))), 27356728560);
+  EXPECT_EQ(total(declare_params(load_model_config(bench + "qwen3_6-35b-a3b"))), 35107181936);
+}
+
+TEST(DeclareParams, MoeBlockCountsByHand) {
+  // One GDN layer and one full-attention layer, each with the sparse block: router E x H,
+  // experts E x (2I x H + H x I), shared expert 3 x H x Is, its gate H.
+  const std::string cfg = R"({"architectures": ["Qwen3_5MoeForCausalLM"],
+      "model_type": "qwen3_5_moe_text", "vocab_size": 100, "hidden_size": 32,
+      "num_hidden_layers": 2, "layer_types": ["linear_attention", "full_attention"],
+      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,
+      "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 8,
+      "linear_value_head_dim": 8, "num_experts": 6, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 4, "shared_expert_intermediate_size": 5})";
+  const int64_t H = 32, E = 6, I = 4, Is = 5;
+  const int64_t moe = E * H + E * (2 * I * H + H * I) + 3 * H * Is + H;
+  // GDN: conv_dim 2*8 + 16 = 32: qkv 32xH, z 16xH, b/a 2xH each, conv 32x4, dt/A 2 each,
+  // norm 8, out H x 16. Attention: q 2*16*2 x H, k/v 16 x H, o H x 32, q/k norm 16 each.
+  const int64_t gdn = 32 * H + 16 * H + 2 * 2 * H + 32 * 4 + 2 * 2 + 8 + H * 16;
+  const int64_t attn = 64 * H + 2 * 16 * H + H * 32 + 2 * 16;
+  const int64_t want = 100 * H + gdn + attn + 2 * (moe + 2 * H) + H + 100 * H;
+  EXPECT_EQ(total(declare_params(parse_model_config(cfg, "config.json"))), want);
 }
 
 TEST(DeclareParams, TiedEmbeddingsDeclareNoLmHead) {
@@ -62,14 +94,14 @@ TEST(DeclareParams, TiedEmbeddingsDeclareNoLmHead) {
 
 TEST(DeclareParams, UnknownClassNamesTheSupportedOnes) {
   const std::string cfg =
-      R"({"architectures": ["Qwen3_5MoeForCausalLM"], "model_type": "qwen3_5_moe_text"})";
+      R"({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next"})";
   try {
     parse_model_config(cfg, "config.json");
     FAIL() << "an unbuilt class parsed";
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("Qwen3_5MoeForCausalLM"), std::string::npos) << m;
-    EXPECT_NE(m.find("Qwen3_5ForConditionalGeneration"), std::string::npos) << m;
+    EXPECT_NE(m.find("Qwen3NextForCausalLM"), std::string::npos) << m;
+    EXPECT_NE(m.find("Qwen3_5MoeForConditionalGeneration"), std::string::npos) << m;
   }
 }
 

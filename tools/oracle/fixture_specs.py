@@ -35,6 +35,19 @@ def qwen3_5_text(vocab, theta, hk, hv, tie, extra=None):
     return cfg
 
 
+def qwen3_5_moe_text(vocab, theta, hk, hv, layers, experts, top_k, inter, shared):
+    """A Qwen3.5-MoE text config: qwen3_5_text's GDN and gated attention with `layers`
+    layers ([LA, LA, LA, FA] repeated) and the sparse block in every layer: `experts`
+    routed experts of width `inter`, `top_k` per token, a shared expert of width `shared`.
+    No dense intermediate_size (the real MoE configs have none)."""
+    cfg = qwen3_5_text(vocab, theta, hk, hv, tie=False,
+                       extra=dict(num_hidden_layers=layers, num_experts=experts,
+                                  num_experts_per_tok=top_k, moe_intermediate_size=inter,
+                                  shared_expert_intermediate_size=shared))
+    del cfg["intermediate_size"]
+    return cfg
+
+
 TINY_VISION = dict(depth=1, hidden_size=32, hidden_act="gelu_pytorch_tanh", intermediate_size=64,
                    num_heads=2, in_channels=3, patch_size=16, spatial_merge_size=2,
                    temporal_patch_size=2, out_hidden_size=64, num_position_embeddings=16)
@@ -96,6 +109,32 @@ FIXTURES = [
                                                             rope_theta=10000.0))),
         drop_keys=["layer_types", "mrope_section", "mrope_interleaved"],
         seed=5000,
+    ),
+    dict(
+        name="qwen3_5_moe-tiny",
+        dest="tests/fixtures/qwen3_5_moe-tiny",
+        arch="Qwen3_5MoeForCausalLM",
+        family="qwen3_5",
+        # Sparse MoE in all 8 layers: 16 experts of width 16, top-4, shared expert 32.
+        # Stored with the fused experts (mlp.experts.gate_up_proj [E, 2I, H], down_proj).
+        config=qwen3_5_moe_text(vocab=512, theta=10000.0, hk=2, hv=4, layers=8, experts=16,
+                                top_k=4, inter=16, shared=32),
+        seed=6000,
+    ),
+    dict(
+        name="qwen3_5_moe-tiny-vl",
+        dest="tests/fixtures/qwen3_5_moe-tiny-vl",
+        arch="Qwen3_5MoeForConditionalGeneration",
+        family="qwen3_5",
+        # The multimodal MoE class (text under model.language_model.*, a one-block vision
+        # tower): 4 layers [LA, LA, LA, FA], 32 experts of width 16, top-8, shared 16,
+        # theta 1e7 as the real models.
+        config=qwen3_5_moe_text(vocab=512, theta=10000000.0, hk=2, hv=4, layers=4,
+                                experts=32, top_k=8, inter=16, shared=16),
+        vision=TINY_VISION,
+        top=dict(image_token_id=508, video_token_id=509, vision_start_token_id=506,
+                 vision_end_token_id=507, tie_word_embeddings=False),
+        seed=7000,
     ),
     dict(
         name="tiny-qwen3.5",

@@ -15,9 +15,11 @@ import argparse
 import copy
 import json
 import os
+import re
 import shutil
 import sys
 import tarfile
+import tempfile
 
 import torch
 import transformers
@@ -37,7 +39,8 @@ def hf_class(name):
     if cls is None:  # not re-exported at the top level: look in the model's own package
         import importlib
 
-        pkg = "qwen3_5" if name.startswith("Qwen3_5") else "qwen3"
+        pkg = ("qwen3_5_moe" if name.startswith("Qwen3_5Moe") else
+               "qwen3_5" if name.startswith("Qwen3_5") else "qwen3")
         cls = getattr(importlib.import_module(f"transformers.models.{pkg}"), name, None)
     if cls is None:
         sys.exit(f"make_fixtures: transformers {transformers.__version__} has no class {name}")
@@ -52,11 +55,156 @@ def build_config(spec):
     if spec["arch"] == "Qwen3_5ForConditionalGeneration":
         return hf_class("Qwen3_5Config")(text_config=dict(spec["config"]),
                                          vision_config=dict(spec["vision"]), **spec["top"])
+    if spec["arch"] == "Qwen3_5MoeForCausalLM":
+        return hf_class("Qwen3_5MoeTextConfig")(**spec["config"])
+    if spec["arch"] == "Qwen3_5MoeForConditionalGeneration":
+        return hf_class("Qwen3_5MoeConfig")(text_config=dict(spec["config"]),
+                                            vision_config=dict(spec["vision"]), **spec["top"])
     sys.exit(f"make_fixtures: unknown architecture {spec['arch']}")
 
 
 def text_config(config):
     return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def is_moe(spec):
+    return spec["arch"].startswith("Qwen3_5Moe")
+
+
+def set_experts_implementation(model, impl):
+    """Points every config the experts modules read at `impl` ("eager", "grouped_mm")."""
+    for c in {id(model.config): model.config, id(text_config(model.config)): text_config(model.config)}.values():
+        c._experts_implementation = impl
+    for m in model.modules():
+        cfg = getattr(m, "config", None)
+        if cfg is not None and hasattr(cfg, "_experts_implementation"):
+            cfg._experts_implementation = impl
+
+
+def experts_implementation(model):
+    return str(getattr(text_config(model.config), "_experts_implementation", None))
+
+
+def pick_experts_implementation(model, spec):
+    """transformers' default experts path (grouped_mm), unless it cannot run on this
+    device; then the eager loop (in float32 the two differ only in summation order)."""
+    try:
+        oracle_run.prefill_logits(model, [1, 2, 3])
+    except Exception as e:  # noqa: BLE001
+        print(f"make_fixtures: {spec['name']}: experts implementation "
+              f"{experts_implementation(model)} failed ({type(e).__name__}: {e}); using eager")
+        set_experts_implementation(model, "eager")
+        oracle_run.prefill_logits(model, [1, 2, 3])
+
+
+def attach_router_probe(model):
+    """Records, for every routing decision the model makes, the gap between the k-th and
+    the (k+1)-th softmax probability: how far the oracle's routing is from a tie."""
+    gaps = []
+
+    def hook(module, args, out):
+        logits = out[0] if isinstance(out, tuple) else out
+        p = torch.softmax(logits.float(), dim=-1).sort(dim=-1, descending=True).values
+        k = module.top_k
+        if k < p.shape[-1]:
+            gaps.append(float((p[..., k - 1] - p[..., k]).min()))
+
+    for m in model.modules():
+        if type(m).__name__.endswith("TopKRouter"):
+            m.register_forward_hook(hook)
+    return gaps
+
+
+EXPERT_PIECE = re.compile(r"^(.*\.mlp\.experts\.)(\d+)\.(gate|up|down)_proj\.weight$")
+
+
+def expert_layout(names):
+    fused = any(n.endswith(".mlp.experts.gate_up_proj") for n in names)
+    pieces = any(EXPERT_PIECE.match(n) for n in names)
+    return "fused" if fused and not pieces else "per_expert" if pieces and not fused else \
+        "mixed" if fused else "none"
+
+
+def to_fused(tensors):
+    """Per-expert gate/up/down [I, H] / [H, I] -> experts.gate_up_proj [E, 2I, H] (gate rows
+    first) and experts.down_proj [E, H, I], as transformers' loader stacks them."""
+    out, groups = {}, {}
+    for n, t in tensors.items():
+        m = EXPERT_PIECE.match(n)
+        if m:
+            groups.setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = t
+        else:
+            out[n] = t
+    for prefix, parts in groups.items():
+        stack = lambda part: torch.stack([parts[part][e] for e in range(len(parts[part]))])  # noqa: E731
+        out[prefix + "gate_up_proj"] = torch.cat([stack("gate"), stack("up")], dim=1).contiguous()
+        out[prefix + "down_proj"] = stack("down").contiguous()
+    return out
+
+
+def to_per_expert(tensors):
+    out = {}
+    for n, t in tensors.items():
+        if n.endswith(".mlp.experts.gate_up_proj"):
+            prefix, inter = n[:-len("gate_up_proj")], t.shape[1] // 2
+            for e in range(t.shape[0]):
+                out[f"{prefix}{e}.gate_proj.weight"] = t[e, :inter].contiguous()
+                out[f"{prefix}{e}.up_proj.weight"] = t[e, inter:].contiguous()
+        elif n.endswith(".mlp.experts.down_proj"):
+            prefix = n[:-len("down_proj")]
+            for e in range(t.shape[0]):
+                out[f"{prefix}{e}.down_proj.weight"] = t[e].contiguous()
+        else:
+            out[n] = t
+    return out
+
+
+def write_fused(fdir):
+    """Rewrites model.safetensors with the fused experts if save_pretrained wrote them per
+    expert; returns the layout save_pretrained chose."""
+    from safetensors.torch import load_file, save_file
+
+    path = os.path.join(fdir, "model.safetensors")
+    tensors = load_file(path)
+    saved = expert_layout(tensors)
+    assert saved in ("fused", "per_expert"), f"{fdir}: expert tensors are {saved}"
+    if saved == "per_expert":
+        save_file(to_fused(tensors), path, metadata={"format": "pt"})
+    return saved
+
+
+def per_expert_reload(model, spec, fdir, prompt):
+    """Whether transformers loads the same model from the per-expert layout (not asserted:
+    recorded; the C++ loader is tested on both layouts either way)."""
+    from safetensors.torch import load_file, save_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copyfile(os.path.join(fdir, "config.json"), os.path.join(tmp, "config.json"))
+        save_file(to_per_expert(load_file(os.path.join(fdir, "model.safetensors"))),
+                  os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        try:
+            loaded = hf_class(spec["arch"]).from_pretrained(tmp, dtype=torch.float32).eval()
+            set_experts_implementation(loaded, experts_implementation(model))
+            mine, theirs = dict(model.named_parameters()), dict(loaded.named_parameters())
+            same = mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+            diff = float((oracle_run.prefill_logits(model, prompt) -
+                          oracle_run.prefill_logits(loaded, prompt)).abs().max())
+            return dict(loads=True, parameters_equal=bool(same), max_abs_logit_diff=diff)
+        except Exception as e:  # noqa: BLE001
+            return dict(loads=False, error=f"{type(e).__name__}: {e}"[:300])
+
+
+class EagerExperts:
+    """A model class whose from_pretrained hands back the model on the eager experts path
+    (for the bf16 reference when grouped_mm cannot run)."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def from_pretrained(self, *args, **kwargs):
+        model = self.cls.from_pretrained(*args, **kwargs)
+        set_experts_implementation(model, "eager")
+        return model
 
 
 def init_weights(model, family, seed):
@@ -90,6 +238,8 @@ def init_weights(model, family, seed):
                 uniform(p, 0.5, 1.5)  # gated RMSNorm: plain weight
             elif name.endswith("conv1d.weight"):
                 normal(p, 0.5)
+            elif name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+                normal(p, 1.0 / p.shape[2] ** 0.5)  # [E, out, in]: unit gain per expert
             elif name.endswith("norm.weight"):
                 # Qwen3.5 norms are (1 + w) with w initialised to 0; Qwen3 norms are plain w.
                 if family == "qwen3_5":
@@ -118,6 +268,8 @@ def build_model(spec, seed):
     if spec.get("tokenizer"):
         model._vt_tokenizer_vocab = specs.TOKENIZER_VOCAB
     init_weights(model, spec["family"], seed)
+    if is_moe(spec):
+        pick_experts_implementation(model, spec)
     tcfg = text_config(model.config)
     if tcfg.tie_word_embeddings:
         assert model.lm_head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr(), \
@@ -188,12 +340,19 @@ def safetensors_layout(path, spec):
         expect.append("lm_head.weight")
     if spec.get("vision"):
         expect.append("model.visual.patch_embed.proj.weight")
+    if is_moe(spec):
+        expect += [f"{prefix}layers.0.mlp.experts.gate_up_proj", f"{prefix}layers.0.mlp.experts.down_proj",
+                   f"{prefix}layers.0.mlp.gate.weight", f"{prefix}layers.0.mlp.shared_expert_gate.weight"]
     missing = [e for e in expect if e not in header]
     if missing or dtypes != ["BF16"]:
         print(f"make_fixtures: WARNING: {spec['name']}: model.safetensors lacks {missing}, "
               f"dtypes {dtypes}")
-    return dict(count=len(names), dtypes=dtypes, expected_names_missing=missing,
-                first_names=names[:6])
+    layout = dict(count=len(names), dtypes=dtypes, expected_names_missing=missing,
+                  first_names=names[:6])
+    if is_moe(spec):
+        layout["experts"] = expert_layout(names)
+        assert layout["experts"] == "fused" and not missing, f"{spec['name']}: {layout}"
+    return layout
 
 
 def patch_config_json(path, spec, weights_dtype):
@@ -237,6 +396,8 @@ def save_fixture(model, spec, fdir):
 def check_reload(model, spec, fdir, prompts):
     """The saved files reproduce the in-memory model: every parameter equal, same logits."""
     loaded = hf_class(spec["arch"]).from_pretrained(fdir, dtype=torch.float32).eval()
+    if is_moe(spec):
+        set_experts_implementation(loaded, experts_implementation(model))
     mine = dict(model.named_parameters())
     theirs = dict(loaded.named_parameters())
     assert mine.keys() == theirs.keys(), f"{spec['name']}: reloaded parameter names differ: " \
@@ -271,6 +432,7 @@ def make_one(spec, out_root, args):
     for attempt in range(MAX_SEED_TRIES):
         seed = spec["seed"] + attempt
         model = build_model(spec, seed)
+        router_gaps = attach_router_probe(model) if is_moe(spec) else None
         results = [oracle_run.greedy(model, p["ids"], STEPS) for p in prompts]
         margin = min(min(r["margins"]) for r in results)
         tries.append((seed, margin))
@@ -282,6 +444,7 @@ def make_one(spec, out_root, args):
 
     checks = oracle_run.cross_checks(model, prompts, results)
     save_fixture(model, spec, fdir)
+    saved_layout = write_fused(fdir) if is_moe(spec) else None
     reload_diff = check_reload(model, spec, fdir, prompts)
     assert reload_diff <= 1e-5, f"{spec['name']}: reloaded model logits differ by {reload_diff}"
 
@@ -289,6 +452,17 @@ def make_one(spec, out_root, args):
                                     dtype="float32", device="cpu")
     ref["reload_max_abs_logit_diff"] = reload_diff
     ref["safetensors"] = safetensors_layout(os.path.join(fdir, "model.safetensors"), spec)
+    if is_moe(spec):
+        assert router_gaps, f"{spec['name']}: the router probe saw no routing"
+        ref["moe"] = dict(
+            experts_implementation=experts_implementation(model),
+            save_pretrained_layout=saved_layout,
+            stored_layout="fused",
+            router_min_kth_gap=min(router_gaps),
+            router_min_kth_gap_means="smallest p_k - p_(k+1) (softmax probabilities) over every "
+                                     "routing decision of the greedy runs",
+            per_expert_reload=per_expert_reload(model, spec, fdir, prompts[-1]["ids"]),
+        )
     if tok is not None:
         ref["template_renderer"] = renderer["renderer"]
         ref["template_mismatches"] = renderer["mismatches"]
@@ -297,13 +471,24 @@ def make_one(spec, out_root, args):
     oracle_run.write_json(os.path.join(fdir, "reference.json"), ref)
 
     if args.bf16:
-        bref = oracle_run.bf16_reference(hf_class(spec["arch"]), spec, fdir, prompts, results, STEPS)
+        cls = hf_class(spec["arch"])
+        try:
+            bref = oracle_run.bf16_reference(cls, spec, fdir, prompts, results, STEPS)
+        except (AssertionError, SystemExit):
+            raise
+        except Exception as e:  # noqa: BLE001  (grouped_mm refused this shape: eager, said so)
+            if not is_moe(spec):
+                raise
+            print(f"make_fixtures: {spec['name']}: bf16 reference failed ({type(e).__name__}: {e}); "
+                  "retrying with eager experts")
+            bref = oracle_run.bf16_reference(EagerExperts(cls), spec, fdir, prompts, results, STEPS)
+            bref["experts_implementation"] = "eager (grouped_mm failed)"
         oracle_run.write_json(os.path.join(fdir, "reference_bf16.json"), bref)
 
     size = sum(os.path.getsize(os.path.join(fdir, f)) for f in os.listdir(fdir))
     assert size < MAX_FIXTURE_BYTES, f"{spec['name']}: {size} bytes, over the 2 MB budget"
     return dict(name=spec["name"], dest=spec["dest"], bytes=size, seed=seed, tries=len(tries),
-                min_margin=ref["min_margin"], checks=checks)
+                min_margin=ref["min_margin"], checks=checks, moe=ref.get("moe"))
 
 
 def main():
@@ -334,6 +519,11 @@ def main():
         print(f"  {s['name']:<20} {s['dest']:<36} {s['bytes'] / 1e6:.2f} MB  seed {s['seed']} "
               f"(try {s['tries']})  min top-2 margin {s['min_margin']:.4g}  "
               f"cache-vs-full rel {c['cache_vs_full_max_rel']:.2e}  generate {c['generate']}")
+        if s["moe"]:
+            m = s["moe"]
+            print(f"    moe: experts {m['experts_implementation']}, saved {m['save_pretrained_layout']}, "
+                  f"stored fused, router min k-th gap {m['router_min_kth_gap']:.3g}, "
+                  f"per-expert reload {m['per_expert_reload']}")
     if args.tar:
         with tarfile.open(args.tar, "w") as tar:
             for s in summary:

@@ -1,0 +1,92 @@
+// vt/ops/moe.h: argument checks (once, before dispatch) and the backend choice.
+#include "vt/ops/moe.h"
+
+#include "vt/cpu/moe.h"
+#include "vt/ops/args.h"
+#if VTLLM_WITH_CUDA
+#include "vt/cuda/moe.h"
+#endif
+
+namespace vt {
+
+namespace {
+
+void expect_contiguous(const Tensor& t, const char* op, const char* name) {
+  VT_CHECK(t.is_contiguous(), op, ": ", name, " ", t.str(), " must be contiguous");
+}
+
+// topk_ids [T, k] i32 and topk_weights [T, k] in an activation dtype, contiguous.
+void expect_routing(const Tensor& ids, const Tensor& weights, const char* op, int64_t T,
+                    int64_t k) {
+  expect_dtype(ids, op, "topk_ids", {DType::kI32});
+  expect_dtype(weights, op, "topk_weights", kActDTypes);
+  expect_shape(ids, op, "topk_ids", {T, k});
+  expect_shape(weights, op, "topk_weights", {T, k});
+  expect_contiguous(ids, op, "topk_ids");
+  expect_contiguous(weights, op, "topk_weights");
+}
+
+}  // namespace
+
+void moe_route(Stream& s, const Tensor& logits, int64_t k, Tensor& topk_ids, Tensor& topk_weights) {
+  const char* op = "moe_route";
+  expect_dtype(logits, op, "logits", kActDTypes);
+  VT_CHECK(logits.dim() == 2 && logits.size(1) > 0, op, ": logits ", logits.str(),
+           " must be [tokens, experts]");
+  const int64_t E = logits.size(1);
+  VT_CHECK(k >= 1 && k <= E, op, ": k = ", k, " must be in [1, ", E, "]");
+  expect_routing(topk_ids, topk_weights, op, logits.size(0), k);
+  expect_device(s, op, {&logits, &topk_ids, &topk_weights});
+  expect_no_alias(logits, topk_weights, op, "logits");
+  if (logits.size(0) == 0) return;
+  Rows lr = rows_view(logits, op, "logits");
+  expect_one_level(lr, op, "logits");
+  if (s.device().is_cpu()) return cpu::moe_route(s, lr, k, topk_ids, topk_weights);
+#if VTLLM_WITH_CUDA
+  cuda::moe_route(s, logits, k, topk_ids, topk_weights);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void moe_experts(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
+                 const Tensor& topk_ids, const Tensor& topk_weights, Tensor& out) {
+  const char* op = "moe_experts";
+  expect_dtype(x, op, "x", kActDTypes);
+  VT_CHECK(x.dim() == 2, op, ": x ", x.str(), " must be [tokens, hidden]");
+  const int64_t T = x.size(0), H = x.size(1);
+  expect_dtype(out, op, "out", {x.dtype()});
+  expect_shape(out, op, "out", {T, H});
+  expect_dtype(gate_up, op, "gate_up", {DType::kF32, DType::kBF16});
+  expect_dtype(down, op, "down", {DType::kF32, DType::kBF16});
+  VT_CHECK(
+      gate_up.dim() == 3 && gate_up.size(1) % 2 == 0 && gate_up.size(1) > 0 && gate_up.size(2) == H,
+      op, ": gate_up ", gate_up.str(), " must be [experts, 2 * intermediate, ", H, "]");
+  const int64_t E = gate_up.size(0), I = gate_up.size(1) / 2;
+  VT_CHECK(E > 0, op, ": gate_up ", gate_up.str(), " has no experts");
+  expect_shape(down, op, "down", {E, H, I});
+  VT_CHECK(topk_ids.dim() == 2 && topk_ids.size(1) >= 1, op, ": topk_ids ", topk_ids.str(),
+           " must be [tokens, k]");
+  expect_routing(topk_ids, topk_weights, op, T, topk_ids.size(1));
+  for (const auto& [t, name] :
+       {std::pair{&x, "x"}, {&gate_up, "gate_up"}, {&down, "down"}, {&out, "out"}})
+    expect_contiguous(*t, op, name);
+  expect_device(s, op, {&x, &gate_up, &down, &topk_ids, &topk_weights, &out});
+  expect_no_alias(x, out, op, "x");
+  expect_no_alias(topk_weights, out, op, "topk_weights");
+  if (T == 0) return;
+  if (s.device().is_cpu()) {
+    const int32_t* ids = topk_ids.data<int32_t>();
+    for (int64_t i = 0; i < topk_ids.numel(); ++i)
+      VT_CHECK(ids[i] >= 0 && ids[i] < E, op, ": topk_ids[", i / topk_ids.size(1), ", ",
+               i % topk_ids.size(1), "] = ", ids[i], " is not an expert in [0, ", E, ")");
+    return cpu::moe_experts(s, x, gate_up, down, topk_ids, topk_weights, out);
+  }
+#if VTLLM_WITH_CUDA
+  cuda::moe_experts(s, x, gate_up, down, topk_ids, topk_weights, out);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+}  // namespace vt
