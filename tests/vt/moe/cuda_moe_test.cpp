@@ -1,7 +1,8 @@
-// CUDA MoE arms (vt/cuda/moe.h) against a reference written from the contract in
-// vt/ops/moe.h: routing (softmax in double, the lower index first on equal p,
-// renormalised) and the routed experts (sums in double, each rounding point of the
-// contract applied, the k-sum in f32 in j order). Skipped without a GPU.
+// CUDA MoE arms (vt/cuda/moe.h, through the vt/ops/moe.h entry points) against a
+// reference written from the contract in vt/ops/moe.h: routing (softmax in double, the
+// lower index first on equal p, renormalised) and the routed experts (sums in double,
+// each rounding point of the contract applied, the k-sum in f32 in j order); and against
+// the CPU arm on the same inputs. Skipped without a GPU.
 //
 // Exactness: with inputs whose dot products are exact in f32 in any order (x, gate_up
 // and down on coarse grids, the gate rows' values chosen where silu's bf16 rounding is
@@ -17,13 +18,15 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda_compare.h"
 #include "vt/dtype.h"
 #include "vt/ops/copy.h"
+#include "vt/ops/moe.h"
 #if VTLLM_WITH_CUDA
-#include "vt/cuda/moe.h"
+#include "vt/cuda/api.h"
 #endif
 
 namespace vt {
@@ -44,13 +47,8 @@ Tensor gpu_tensor(Streams& s, const std::vector<float>& v, const Shape& shape, D
   std::copy(v.begin(), v.end(), f.data<float>());
   return s.up(to_dtype(s.cpu, f, dt));
 }
-Tensor gpu_ids(Streams& s, const std::vector<int32_t>& v, const Shape& shape) {
-  Tensor t = Tensor::empty(shape, DType::kI32);
-  std::copy(v.begin(), v.end(), t.data<int32_t>());
-  return s.up(t);
-}
 std::vector<float> host_floats(Streams& s, const Tensor& t) {
-  Tensor f = to_dtype(s.cpu, s.down(t), DType::kF32);
+  Tensor f = to_dtype(s.cpu, t.device().is_cpu() ? t : s.down(t), DType::kF32);
   return std::vector<float>(f.data<float>(), f.data<float>() + f.numel());
 }
 std::vector<uint8_t> host_bytes(Streams& s, const Tensor& t) {
@@ -119,20 +117,30 @@ void check_route(Streams& s, int64_t T, int64_t E, int64_t k, DType logit_dt, DT
   }
   Tensor ids = cudatest::poisoned_gpu(s, {T, k}, DType::kI32);
   Tensor w = cudatest::poisoned_gpu(s, {T, k}, w_dt);
-  cuda::moe_route(s.gpu, l, k, ids, w);
+  moe_route(s.gpu, l, k, ids, w);
+  Tensor cpu_l = s.down(l);
+  Tensor cpu_ids = Tensor::empty({T, k}, DType::kI32);
+  Tensor cpu_w = Tensor::empty({T, k}, w_dt);
+  moe_route(s.cpu, cpu_l, k, cpu_ids, cpu_w);
   const RouteRef ref = route_reference(logits, T, E, k);
   Tensor got_ids = s.down(ids);
   const std::vector<float> got_w = host_floats(s, w);
-  int64_t bad_ids = 0;
-  double worst = 0;
-  const double rel = w_dt == DType::kBF16 ? 1.0 / 128 : 1e-5;
+  const std::vector<float> arm_w = host_floats(s, cpu_w);
+  int64_t bad_ids = 0, bad_cpu_ids = 0;
+  double worst = 0, worst_cpu = 0;
+  const double rel = w_dt == DType::kF32 ? 1e-5 : w_dt == DType::kBF16 ? 1.0 / 128 : 1.0 / 1024;
   for (int64_t i = 0; i < T * k; ++i) {
     if (got_ids.data<int32_t>()[i] != ref.ids[size_t(i)]) ++bad_ids;
-    const double want = ref.weights[size_t(i)];
-    worst = std::max(worst, std::fabs(double(got_w[size_t(i)]) - want) / (rel * want));
+    if (got_ids.data<int32_t>()[i] != cpu_ids.data<int32_t>()[i]) ++bad_cpu_ids;
+    const double want = ref.weights[size_t(i)], got = got_w[size_t(i)];
+    worst = std::max(worst, std::fabs(got - want) / (rel * want));
+    worst_cpu = std::max(worst_cpu, std::fabs(got - arm_w[size_t(i)]) / (rel * want));
   }
   EXPECT_EQ(bad_ids, 0) << what;
+  EXPECT_EQ(bad_cpu_ids, 0) << what << " (vs the CPU arm)";
   EXPECT_LE(worst, 1.0) << what << ": weights off by " << worst << " x the tolerance";
+  EXPECT_LE(worst_cpu, 1.0) << what << ": weights off the CPU arm's by " << worst_cpu
+                            << " x the tolerance";
 }
 
 TEST(CudaMoeRoute, MatchesDoubleReferenceWithTiesAndSkew) {
@@ -272,15 +280,33 @@ Problem exact_problem(int64_t T, int64_t H, int64_t E, int64_t I, int64_t k, boo
   return p;
 }
 
-// Runs the CUDA arm on the problem in `dt` (weights too); out as a GPU tensor.
-Tensor run_experts(Streams& s, const Problem& p, DType dt) {
-  Tensor x = gpu_tensor(s, p.x, {p.T, p.H}, dt);
-  Tensor gu = gpu_tensor(s, p.gate_up, {p.E, 2 * p.I, p.H}, dt);
-  Tensor dn = gpu_tensor(s, p.down, {p.E, p.H, p.I}, dt);
-  Tensor ids = gpu_ids(s, p.ids, {p.T, p.k});
-  Tensor w = gpu_tensor(s, p.w, {p.T, p.k}, dt);
+// The problem's tensors on the host in `dt` (weights too).
+struct HostInputs {
+  Tensor x, gate_up, down, ids, w;
+};
+HostInputs host_inputs(Stream& cpu, const Problem& p, DType dt) {
+  auto host = [&](const std::vector<float>& v, const Shape& shape) {
+    Tensor f = Tensor::empty(shape, DType::kF32);
+    std::copy(v.begin(), v.end(), f.data<float>());
+    return to_dtype(cpu, f, dt);
+  };
+  Tensor ids = Tensor::empty({p.T, p.k}, DType::kI32);
+  std::copy(p.ids.begin(), p.ids.end(), ids.data<int32_t>());
+  return {host(p.x, {p.T, p.H}), host(p.gate_up, {p.E, 2 * p.I, p.H}),
+          host(p.down, {p.E, p.H, p.I}), ids, host(p.w, {p.T, p.k})};
+}
+
+// moe_experts on the problem in `dt`: on the GPU (out a GPU tensor, NaN-poisoned first)
+// or, with `cpu_arm`, on the CPU.
+Tensor run_experts(Streams& s, const Problem& p, DType dt, bool cpu_arm = false) {
+  const HostInputs h = host_inputs(s.cpu, p, dt);
+  if (cpu_arm) {
+    Tensor out = Tensor::empty({p.T, p.H}, dt);
+    moe_experts(s.cpu, h.x, h.gate_up, h.down, h.ids, h.w, out);
+    return out;
+  }
   Tensor out = cudatest::poisoned_gpu(s, {p.T, p.H}, dt);
-  cuda::moe_experts(s.gpu, x, gu, dn, ids, w, out);
+  moe_experts(s.gpu, s.up(h.x), s.up(h.gate_up), s.up(h.down), s.up(h.ids), s.up(h.w), out);
   return out;
 }
 
@@ -303,6 +329,7 @@ void expect_exact(Streams& s, const Problem& p) {
   const std::vector<int64_t> tokens = checked_tokens(p.T);
   const std::vector<float> want = experts_reference(p, tokens, DType::kBF16);
   const std::vector<float> got = host_floats(s, run_experts(s, p, DType::kBF16));
+  const std::vector<float> arm = host_floats(s, run_experts(s, p, DType::kBF16, true));
   int64_t bad = 0, first = -1;
   for (size_t i = 0; i < tokens.size(); ++i)
     for (int64_t n = 0; n < p.H; ++n) {
@@ -311,6 +338,36 @@ void expect_exact(Streams& s, const Problem& p) {
     }
   EXPECT_EQ(bad, 0) << shape_name(p) << ": first difference at " << first << " of "
                     << tokens.size() * size_t(p.H) << " checked";
+  // The CPU arm's sums are exact here too: every byte of the two arms agrees.
+  EXPECT_TRUE(std::memcmp(got.data(), arm.data(), got.size() * sizeof(float)) == 0)
+      << shape_name(p) << ": the CUDA and CPU arms differ";
+}
+
+// The premise of the exact tests, checked without a GPU: on these inputs the CPU arm
+// (f32 sums in order) and the reference (double sums) agree byte for byte, at every
+// shape the GPU tests use them.
+TEST(CudaMoeExperts, ExactInputsMakeTheCpuArmEqualTheReference) {
+  Stream cpu(Device::cpu());
+  uint64_t seed = 900;
+  for (const auto& [T, H, E, I, k, skewed] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>{17, 128, 16, 64, 4, false},
+        {3, 136, 256, 40, 8, false},
+        {5, 2048, 16, 512, 8, false},
+        {64, 64, 256, 32, 8, true}}) {
+    const Problem p = exact_problem(T, H, E, I, k, skewed, seed++);
+    const std::vector<int64_t> tokens = checked_tokens(T);
+    const std::vector<float> want = experts_reference(p, tokens, DType::kBF16);
+    const HostInputs h = host_inputs(cpu, p, DType::kBF16);
+    Tensor out = Tensor::empty({p.T, p.H}, DType::kBF16);
+    moe_experts(cpu, h.x, h.gate_up, h.down, h.ids, h.w, out);
+    out = to_dtype(cpu, out, DType::kF32);
+    std::vector<float> arm;
+    for (int64_t t : tokens)
+      arm.insert(arm.end(), out.data<float>() + t * p.H, out.data<float>() + (t + 1) * p.H);
+    ASSERT_EQ(want.size(), arm.size());
+    EXPECT_TRUE(std::memcmp(want.data(), arm.data(), want.size() * sizeof(float)) == 0)
+        << shape_name(p);
+  }
 }
 
 TEST(CudaMoeExperts, Bf16ExactAtEveryRoundingPoint) {
@@ -349,7 +406,8 @@ TEST(CudaMoeExperts, Bf16RandomMatchesReference) {
         const Problem p = random_problem(T, 256, E, 128, k, DType::kBF16, skewed, seed++);
         const std::vector<int64_t> tokens = checked_tokens(T);
         const std::vector<float> want = experts_reference(p, tokens, DType::kBF16);
-        const std::vector<float> all = host_floats(s, run_experts(s, p, DType::kBF16));
+        const Tensor out = run_experts(s, p, DType::kBF16);
+        const std::vector<float> all = host_floats(s, out);
         std::vector<float> got;
         for (int64_t t : tokens)
           got.insert(got.end(), all.begin() + t * p.H, all.begin() + (t + 1) * p.H);
@@ -359,6 +417,9 @@ TEST(CudaMoeExperts, Bf16RandomMatchesReference) {
         std::copy(got.begin(), got.end(), gt.data<float>());
         cudatest::expect_close(s, wt, gt, cudatest::kBf16ChainRel, 1.0 / 128,
                                shape_name(p) + (skewed ? " skewed" : ""));
+        cudatest::expect_close(s, run_experts(s, p, DType::kBF16, true), out,
+                               cudatest::kBf16ChainRel, 1.0 / 128,
+                               shape_name(p) + (skewed ? " skewed" : "") + " vs the CPU arm");
       }
 }
 
@@ -373,14 +434,17 @@ TEST(CudaMoeExperts, CudaCorePathMatchesReference) {
       const Problem p = random_problem(T, 96, 16, I, 4, dt, T == 17, seed++);
       const std::vector<int64_t> tokens = checked_tokens(T);
       const std::vector<float> want = experts_reference(p, tokens, dt);
-      const std::vector<float> got = host_floats(s, run_experts(s, p, dt));
+      const Tensor out = run_experts(s, p, dt);
+      const std::vector<float> got = host_floats(s, out);
       Tensor wt = Tensor::empty({int64_t(want.size())}, DType::kF32);
       Tensor gt = Tensor::empty({int64_t(got.size())}, DType::kF32);
       std::copy(want.begin(), want.end(), wt.data<float>());
       std::copy(got.begin(), got.end(), gt.data<float>());
       const bool f32 = dt == DType::kF32;
-      cudatest::expect_close(s, wt, gt, f32 ? 1e-4 : cudatest::kBf16ChainRel,
-                             f32 ? 1e-5 : 1.0 / 128, shape_name(p) + " " + dtype_name(dt));
+      const double rel = f32 ? 1e-4 : cudatest::kBf16ChainRel, abs = f32 ? 1e-5 : 1.0 / 128;
+      cudatest::expect_close(s, wt, gt, rel, abs, shape_name(p) + " " + dtype_name(dt));
+      cudatest::expect_close(s, run_experts(s, p, dt, true), out, rel, abs,
+                             shape_name(p) + " " + dtype_name(dt) + " vs the CPU arm");
     }
   }
 }
@@ -426,8 +490,8 @@ TEST(CudaMoe, GraphCaptureOfRouteAndExperts) {
   Tensor w = Tensor::empty({T, k}, DType::kBF16, s.gpu.device());
   Tensor out = Tensor::empty({T, H}, DType::kBF16, s.gpu.device());
   auto step = [&](const Tensor& l, const Tensor& xi, Tensor& i, Tensor& wi, Tensor& o) {
-    cuda::moe_route(s.gpu, l, k, i, wi);
-    cuda::moe_experts(s.gpu, xi, gu, dn, i, wi, o);
+    moe_route(s.gpu, l, k, i, wi);
+    moe_experts(s.gpu, xi, gu, dn, i, wi, o);
   };
   auto inputs = [&](uint64_t seed) {
     const Problem q = random_problem(T, H, E, I, k, DType::kBF16, false, seed);
