@@ -1,11 +1,13 @@
 // The grouped GEMM launchers of moe_experts (experts.cuh) and the tile shapes per regime.
 //
 // decode (an active expert averages <= 16 rows: T <= 64 at k 8, E 256): 16-row tiles, 64
-//   weight rows per CTA of 4 warps, a 6-deep ring (60 KB: three CTAs per SM, ~180 KB of
-//   weights in flight per SM). The kernel is a weight stream: each touched expert's
-//   weights are read once per 16 of its rows, by (expert, N-tile) CTAs;
+//   weight rows per CTA of 4 warps, an 8-deep ring (80 KB: two CTAs per SM, up to 112 KB
+//   of weights in flight per SM, 56 KB at T 1 where the 128 gate_up CTAs take one SM
+//   each). The kernel is a weight stream: each touched expert's weights are read once per
+//   16 of its rows, by (expert, N-tile) CTAs;
 // mid (<= 64 rows): 64 x 128 tiles, 8 warps of 32 x 32, 4 stages (96 KB, 2 CTAs per SM);
-// prefill: 128 x 128 tiles, 8 warps of 64 x 32, 3 stages (96 KB, 2 CTAs per SM).
+// prefill: 128 x 128 tiles, 8 warps of 64 x 32, 3 stages (96 KB, 2 CTAs per SM at 128
+//   registers: the kernel's k16 loop is not unrolled, else ptxas spills ~100 bytes).
 #include <algorithm>
 
 #include "vt/cuda/check.h"
@@ -15,7 +17,7 @@ namespace vt::cuda::moe {
 
 namespace {
 
-using DecodeTiles = TileConfig<16, 64, 16, 16, 6, 3>;
+using DecodeTiles = TileConfig<16, 64, 16, 16, 8, 2>;
 using MidTiles = TileConfig<64, 128, 32, 32, 4, 2>;
 using PrefillTiles = TileConfig<128, 128, 64, 32, 3, 2>;
 

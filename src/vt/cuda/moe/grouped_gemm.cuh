@@ -79,18 +79,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) grouped_gemm_kerne
 
   // The rows this thread copies (the same chunk `ch` of each) and whether they exist.
   const int ch = tid % kChunks;
-  const __nv_bfloat16* a_src[C::kAIters];
-  bool a_ok[C::kAIters];
+  // A: the source row of each row this thread copies (-1: past the tile), 32-bit to
+  // spare the 128-row tiles' registers.
+  int32_t a_row[C::kAIters];
 #pragma unroll
   for (int it = 0; it < C::kAIters; ++it) {
     const int row = (tid + it * C::kThreads) / kChunks;
-    a_ok[it] = row < C::BM && row < tile.rows;
-    a_src[it] = g.a;
-    if (a_ok[it]) {
-      const int64_t prow = tile.row0 + row;
-      const int64_t src_row = kSwiGLU ? g.perm.entries[prow] / g.k_top : prow;
-      a_src[it] = g.a + src_row * g.K;
-    }
+    a_row[it] = -1;
+    if (row < C::BM && row < tile.rows)
+      a_row[it] = kSwiGLU ? g.perm.entries[tile.row0 + row] / g.k_top : tile.row0 + row;
   }
   // B rows: iteration it is `it * kThreads / kChunks` tile columns further on, i.e. a fixed
   // step of weight rows (half as many for the interleaved gate/up rows), so one pointer
@@ -124,7 +121,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) grouped_gemm_kerne
       const int row = (tid + it * C::kThreads) / kChunks;
       if (row < C::BM)
         ptx::cp_async16(a_base + row * kRowBytes + ((ch ^ (row % 8)) << 4),
-                        a_src[it] + (k_ok ? kcol : 0), a_ok[it] && k_ok);
+                        a_row[it] >= 0 && k_ok ? g.a + int64_t(a_row[it]) * g.K + kcol : g.a,
+                        a_row[it] >= 0 && k_ok);
     }
 #pragma unroll
     for (int it = 0; it < C::kBIters; ++it) {
@@ -145,6 +143,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) grouped_gemm_kerne
       for (int q = 0; q < 4; ++q) acc[mi][ni][q] = 0.0f;
 
   const int nk = (g.K + kBK - 1) / kBK;
+  // Rows of the tile in this warp's block (<= 0: none): the mma of 16-row slices past the
+  // tile's rows are skipped (a partly filled tile, e.g. an expert's last, costs its loads
+  // but only the products of its rows).
+  const int warp_rows = tile.rows - wm * C::WM;
 #pragma unroll
   for (int s = 0; s < C::kStages - 1; ++s) {
     if (s < nk) load_stage(s, s);
@@ -158,11 +160,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) grouped_gemm_kerne
     ptx::cp_async_commit();
     const uint32_t a_base = ptx::smem_addr(smem + (kt % C::kStages) * C::kStageBytes);
     const uint32_t b_base = a_base + C::BM * kRowBytes;
-#pragma unroll
+    if (warp_rows <= 0) continue;  // the tile's rows end before this warp's block
+      // Not unrolled: the 128-row tiles then fit 128 registers (2 CTAs per SM).
+#pragma unroll 1
     for (int kk = 0; kk < kBK / 16; ++kk) {
       uint32_t af[C::MI][4], bf[C::NI][2];
 #pragma unroll
       for (int mi = 0; mi < C::MI; ++mi) {
+        if (mi * 16 >= warp_rows) continue;
         const int row = wm * C::WM + mi * 16 + (lane % 16);
         const int chunk = kk * 2 + lane / 16;
         ptx::ldmatrix_x4(af[mi], a_base + row * kRowBytes + ((chunk ^ (row % 8)) << 4));
@@ -179,10 +184,12 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) grouped_gemm_kerne
         bf[2 * nj + 1][1] = r[3];
       }
 #pragma unroll
-      for (int mi = 0; mi < C::MI; ++mi)
+      for (int mi = 0; mi < C::MI; ++mi) {
+        if (mi * 16 >= warp_rows) continue;  // rows past the tile: no mma (warp-uniform)
 #pragma unroll
         for (int ni = 0; ni < C::NI; ++ni)
           ptx::mma_m16n8k16(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1], __nv_bfloat16());
+      }
     }
   }
   ptx::cp_async_wait<0>();
