@@ -9,6 +9,7 @@
 // prefill: 128 x 128 tiles, 8 warps of 64 x 32, 3 stages (96 KB, 2 CTAs per SM at 128
 //   registers: the kernel's k16 loop is not unrolled, else ptxas spills ~100 bytes).
 #include <algorithm>
+#include <atomic>
 
 #include "vt/cuda/check.h"
 #include "vt/cuda/moe/grouped_gemm.cuh"
@@ -30,9 +31,14 @@ void launch(StreamState& st, const GemmArgs& g) {
   VT_CHECK(g.perm.max_tiles <= 65535 && nx <= int64_t(0x7fffffff),
            "moe_experts (CUDA): ", g.perm.max_tiles, " tiles exceed the grid");
   auto* kernel = grouped_gemm_kernel<C, kSwiGLU>;
-  if (C::kSmemBytes > (48 << 10))
+  // The opt-in above 48 KB, once per device (bit d of `opted`; devices past 63 every call).
+  static std::atomic<uint64_t> opted{0};
+  const uint64_t bit = st.device < 64 ? uint64_t(1) << st.device : 0;
+  if (C::kSmemBytes > (48 << 10) && (bit == 0 || !(opted.load() & bit))) {
     VT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes));
+    opted.fetch_or(bit);
+  }
   kernel<<<dim3(unsigned(nx), unsigned(g.perm.max_tiles)), C::kThreads, C::kSmemBytes, st.stream>>>(
       g);
   VT_CUDA_CHECK_LAUNCH("grouped_gemm_kernel");
