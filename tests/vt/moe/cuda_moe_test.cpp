@@ -165,6 +165,29 @@ TEST(CudaMoeRoute, F32LogitsStridedRowsAndWideE) {
               14);  // 2 warps / block
 }
 
+// A row with NaN logits (a broken upstream layer) still routes to experts in [0, E):
+// torch.topk ranks NaN highest; the experts op then reads only real expert weights.
+TEST(CudaMoeRoute, NanLogitsStillRouteToExperts) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t T = 3, E = 64, k = 8;
+  std::vector<float> logits = route_logits(T, E, false, false, 21);
+  logits[5] = NAN;                                                  // one NaN in row 0
+  for (int64_t e = 0; e < E; ++e) logits[size_t(2 * E + e)] = NAN;  // row 2 all NaN
+  Tensor ids = cudatest::poisoned_gpu(s, {T, k}, DType::kI32);
+  Tensor w = cudatest::poisoned_gpu(s, {T, k}, DType::kBF16);
+  moe_route(s.gpu, gpu_tensor(s, logits, {T, E}, DType::kBF16), k, ids, w);
+  Tensor got = s.down(ids);
+  for (int64_t i = 0; i < T * k; ++i) {
+    EXPECT_GE(got.data<int32_t>()[i], 0) << i;
+    EXPECT_LT(got.data<int32_t>()[i], E) << i;
+  }
+  // Row 1 has no NaN: routed as the reference routes it.
+  const RouteRef ref =
+      route_reference(std::vector<float>(logits.begin() + E, logits.begin() + 2 * E), 1, E, k);
+  EXPECT_TRUE(std::equal(ref.ids.begin(), ref.ids.end(), got.data<int32_t>() + k));
+}
+
 // ---------------------------------------------------------------- experts
 
 // One moe_experts problem on the host, values representable in their dtypes.

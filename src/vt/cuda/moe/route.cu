@@ -21,10 +21,13 @@ constexpr int kRouteWarps = 4;         // tokens per block
 constexpr int kMaxTopK = kWarp;        // lane j holds the j-th selected p
 constexpr int kSmemBudget = 48 << 10;  // the default dynamic shared memory limit
 
-// (value, index) of the larger p; equal p: the lower index. NaN never wins (a NaN p
-// comes only from NaN logits, where the result is unspecified).
+// p ranked as torch.topk ranks it: NaN above every number (a NaN logit row still routes
+// to valid experts, never past E). `above(a, b)`: a ranks strictly higher than b.
+__device__ __forceinline__ bool above(float a, float b) { return a > b || (isnan(a) && !isnan(b)); }
+// The better of (v, i) and (ov, oi): the higher rank; equal rank: the lower index.
 __device__ __forceinline__ void better(float& v, int& i, float ov, int oi) {
-  if (ov > v || (ov == v && oi < i)) v = ov, i = oi;
+  const bool same = ov == v || (isnan(ov) && isnan(v));
+  if (above(ov, v) || (same && oi < i)) v = ov, i = oi;
 }
 
 __global__ void route_kernel(const char* logits, DType logits_dt, int64_t row_bytes, int64_t T,
@@ -54,7 +57,7 @@ __global__ void route_kernel(const char* logits, DType logits_dt, int64_t row_by
     int id = 0x7fffffff;
     for (int e = lane; e < E; e += kWarp) {
       const float q = p[e];
-      if (q > v) v = q, id = e;  // increasing e: the first of equal p stays
+      if (above(q, v)) v = q, id = e;  // increasing e: the first of equal p stays
     }
     for (int off = kWarp / 2; off > 0; off >>= 1)
       better(v, id, __shfl_xor_sync(0xffffffffu, v, off), __shfl_xor_sync(0xffffffffu, id, off));
