@@ -128,9 +128,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) grouped_gemm_kerne
     for (int it = 0; it < C::kBIters; ++it) {
       const int row = (tid + it * C::kThreads) / kChunks;
       if (row < C::BN)
-        ptx::cp_async16(b_base + row * kRowBytes + ((ch ^ (row % 8)) << 4),
-                        (b_ok >> it & 1u) && k_ok ? b_src + it * b_step + kcol : g.w,
-                        (b_ok >> it & 1u) && k_ok);
+        // The weight stream: L2 may fetch the 256 bytes around the chunk (the row's next
+        // stage), as the skinny GEMM's weight copies do.
+        ptx::cp_async16_l2_256b(b_base + row * kRowBytes + ((ch ^ (row % 8)) << 4),
+                                (b_ok >> it & 1u) && k_ok ? b_src + it * b_step + kcol : g.w,
+                                (b_ok >> it & 1u) && k_ok);
     }
   };
 
