@@ -1,0 +1,104 @@
+// CUDA MoE benchmarks (src/vt/cuda/moe/) at the Qwen3.6-35B-A3B expert shape: H 2048,
+// E 256, k 8, I 512, bf16 (one layer's experts: 1.5 GiB of weights, past L2, flushed
+// before each run anyway). For T = 1, 8, 32, 64 (decode) and 512, 4096 (prefill):
+// moe_route over [T, 256] logits, moe_experts eager and (T <= 64) replayed from a CUDA
+// graph as the engine's decode steps run it. Bytes are what the step must read: the
+// weights of the experts the routing touched (counted on the host from the ids), x, the
+// routing, and out written; the GB/s column is against the 4.3 TB/s copy ceiling (the
+// brief's 4.26), the TFLOP/s column (2 T k 3 I H) against the 790 dense bf16 peak.
+// Routings: "uniform" (each token k distinct experts uniformly at random: a dummy
+// router; T = 64 touches ~223 of 256) and "skewed" (k distinct experts drawn with
+// probability ~ 1 / (rank + 1), a Zipf-like router: fewer experts, heavier ones).
+//
+//   cuda_moe_bench   (needs a GPU; exits 0 with a note without one)
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda_bench.h"
+#include "vt/cuda/api.h"
+#include "vt/cuda/moe.h"
+
+namespace {
+
+using vtbench::g_gpu;
+using vtbench::rand_gpu;
+using vtbench::row;
+using vtbench::time_ms;
+
+constexpr int64_t kH = 2048, kE = 256, kK = 8, kI = 512;
+
+// k distinct experts per token: uniform, or with weight 1 / (e + 1) (sampling without
+// replacement by repeated weighted draws).
+std::vector<int32_t> routing(int64_t T, bool skewed, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> weight(static_cast<size_t>(kE));
+  for (int64_t e = 0; e < kE; ++e) weight[size_t(e)] = skewed ? 1.0 / double(e + 1) : 1.0;
+  std::vector<int32_t> ids;
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<double> w = weight;
+    for (int64_t j = 0; j < kK; ++j) {
+      std::discrete_distribution<int32_t> d(w.begin(), w.end());
+      const int32_t e = d(rng);
+      ids.push_back(e);
+      w[size_t(e)] = 0;
+    }
+  }
+  return ids;
+}
+
+void bench_shape(int64_t T, bool skewed, const vt::Tensor& gate_up, const vt::Tensor& down,
+                 const vt::Tensor& flush) {
+  vt::Stream& s = *g_gpu;
+  const std::vector<int32_t> ids_host = routing(T, skewed, 7 + uint64_t(T));
+  const int64_t touched = int64_t(std::set<int32_t>(ids_host.begin(), ids_host.end()).size());
+  vt::Tensor ids = vt::to_device(s, vtbench::i32(ids_host).view({T, kK}), s.device());
+  vt::Tensor w = rand_gpu({T, kK}, vt::DType::kBF16, 0.1f, 3);
+  vt::Tensor x = rand_gpu({T, kH}, vt::DType::kBF16, 1.0f, 5);
+  vt::Tensor out = vt::Tensor::empty({T, kH}, vt::DType::kBF16, s.device());
+  const double expert_bytes = double(3 * kI * kH) * 2;
+  const double bytes = double(touched) * expert_bytes + double(T * kH) * 2 * 2 + double(T * kK) * 6;
+  const double flops = 2.0 * double(T * kK) * double(3 * kI * kH);
+  const std::string tag = " T " + std::to_string(T) + (skewed ? " skewed" : " uniform") + " (" +
+                          std::to_string(touched) + " experts)";
+  row("moe_experts" + tag,
+      time_ms([&] { vt::cuda::moe_experts(s, x, gate_up, down, ids, w, out); }, &flush), bytes,
+      flops);
+  if (T <= 64) {
+    s.begin_capture();
+    vt::cuda::moe_experts(s, x, gate_up, down, ids, w, out);
+    vt::cuda::GraphExecPtr graph = s.end_capture();
+    row("moe_experts graph" + tag, time_ms([&] { s.replay(*graph); }, &flush), bytes, flops);
+  }
+}
+
+void bench_route(int64_t T) {
+  vt::Stream& s = *g_gpu;
+  vt::Tensor logits = rand_gpu({T, kE}, vt::DType::kBF16, 1.0f, 9);
+  vt::Tensor ids = vt::Tensor::empty({T, kK}, vt::DType::kI32, s.device());
+  vt::Tensor w = vt::Tensor::empty({T, kK}, vt::DType::kBF16, s.device());
+  row("moe_route [" + std::to_string(T) + ", 256] k 8",
+      time_ms([&] { vt::cuda::moe_route(s, logits, kK, ids, w); }),
+      double(T * kE) * 2 + double(T * kK) * 6, 0);
+}
+
+}  // namespace
+
+int main() {
+  if (!vtbench::have_gpu("cuda_moe_bench")) return 0;
+  vt::Stream gpu(vt::Device::cuda(0));
+  vtbench::use_gpu("cuda_moe_bench", gpu);
+  vtbench::header("op (35B-A3B experts: H 2048, E 256, k 8, I 512, bf16)");
+  vtbench::copy_ceiling_row();
+  const vt::Tensor gate_up = rand_gpu({kE, 2 * kI, kH}, vt::DType::kBF16, 0.02f, 1);
+  const vt::Tensor down = rand_gpu({kE, kH, kI}, vt::DType::kBF16, 0.04f, 2);
+  const vt::Tensor flush = vtbench::l2_flush_buffer();
+  for (int64_t T : {1, 8, 32, 64, 512, 4096}) bench_route(T);
+  for (bool skewed : {false, true})
+    for (int64_t T : {1, 8, 32, 64, 512, 4096}) bench_shape(T, skewed, gate_up, down, flush);
+  return 0;
+}
