@@ -37,6 +37,9 @@ struct ModelOptions {
   // Full-attention preamble through the fused AttnQkNormRopeGate op (true) or through
   // separate norm / 1-D rotary / sigmoid ops (false, debugging; refuses MRoPE positions).
   bool fuse_attn_preamble = true;
+  // A multimodal class builds no vision tower and loads none of its weights
+  // (--language-model-only); vision_tower() is then null.
+  bool language_model_only = false;
 
   // The defaults with the environment's overrides: VTLLM_FUSE_ATTN_PREAMBLE=0 turns the
   // fused preamble off. The only place that variable is read.

@@ -4,13 +4,16 @@
 // with partial interleaved-MRoPE rotary, SwiGLU MLP. For text-only input the three
 // MRoPE rows are equal and the table equals 1-D rotary; [3, T] positions from the
 // multimodal path are applied as MRoPE with the config's sections.
-// Qwen3_5ForCausalLM and the text model of Qwen3_5ForConditionalGeneration (its vision
-// tower is not built yet).
+// Qwen3_5ForCausalLM, and Qwen3_5ForConditionalGeneration: the same text model under
+// model.language_model.* with the vision tower (models/layers/vision.h) unless
+// --language-model-only.
 #include "base/error.h"
+#include "io/weight_names.h"
 #include "models/layers/attention.h"
 #include "models/layers/decoder.h"
 #include "models/layers/gdn.h"
 #include "models/layers/mlp.h"
+#include "models/layers/vision.h"
 #include "models/registry.h"
 
 namespace vtllm::models {
@@ -22,6 +25,10 @@ std::unique_ptr<Model> build_qwen3_5(const io::ModelConfig& config, ParamSink& w
   VT_CHECK(t.linear_attention.has_value(), "qwen3_5: the config has no linear-attention dims");
   VT_CHECK(t.rope.rope_type == "default", "qwen3_5: rope_type '", t.rope.rope_type,
            "' is not supported yet (only 'default')");
+  // The tower first: its parameters precede the language model's in the state dict.
+  std::unique_ptr<VisionTower> tower;
+  if (config.multimodal && !options.language_model_only)
+    tower = std::make_unique<Qwen3_5VisionTower>(*config.vision, w, io::kVisionPrefix, dtype);
   const float eps = float(t.rms_norm_eps);
   const RopeSpec rope{.rotary_dim = t.rotary_dim(),
                       .theta = t.rope.rope_theta,
@@ -46,8 +53,8 @@ std::unique_ptr<Model> build_qwen3_5(const io::ModelConfig& config, ParamSink& w
                                                 p + "linear_attn.");
         break;
       case io::LayerType::kFullAttention:
-        mixer = std::make_unique<FullAttention>(attn, w, p + "self_attn.",
-                                                options.fuse_attn_preamble);
+        mixer =
+            std::make_unique<FullAttention>(attn, w, p + "self_attn.", options.fuse_attn_preamble);
         break;
       default:
         VT_THROW("qwen3_5: layer ", i, " is ", io::layer_type_name(t.layer_types[size_t(i)]),
@@ -56,7 +63,9 @@ std::unique_ptr<Model> build_qwen3_5(const io::ModelConfig& config, ParamSink& w
     stack.add_layer(w, std::move(mixer),
                     std::make_unique<SwiGluMlp>(t.hidden_size, t.intermediate_size, w, p + "mlp."));
   }
-  return std::make_unique<DecoderModel>(config, std::move(stack), w.device(), dtype);
+  auto model = std::make_unique<DecoderModel>(config, std::move(stack), w.device(), dtype);
+  if (!tower) return model;
+  return with_vision_tower(std::move(model), std::move(tower));
 }
 
 }  // namespace vtllm::models

@@ -6,7 +6,6 @@
 #include "base/error.h"
 #include "base/file.h"
 #include "io/weight_names.h"
-#include "models/layers/vision_params.h"
 #include "models/layers/weights.h"
 
 namespace vtllm::models {
@@ -60,14 +59,13 @@ io::ModelConfig load_model_config(const std::string& dir) {
   return parse_model_config(read_file(path), path);
 }
 
-std::vector<io::ParamSpec> declare_params(const io::ModelConfig& config,
-                                          bool language_model_only) {
+std::vector<io::ParamSpec> declare_params(const io::ModelConfig& config, bool language_model_only) {
   const std::string where = "model config";
   const ArchitectureEntry& e = entry_for(config.architecture_class, where);
   ParamDeclaration decl(config.dtype);
-  if (config.multimodal && !language_model_only)
-    take_vision_tower_params(decl, io::kVisionPrefix, *config.vision);
-  e.build(config, decl, ModelOptions{}, vt::DType::kF32);
+  ModelOptions options;
+  options.language_model_only = language_model_only;
+  e.build(config, decl, options, vt::DType::kF32);
   return decl.specs();
 }
 
@@ -75,7 +73,9 @@ CacheSpec declare_cache_spec(const io::ModelConfig& config) {
   const std::string where = "model config";
   const ArchitectureEntry& e = entry_for(config.architecture_class, where);
   ParamDeclaration decl(config.dtype);
-  return e.build(config, decl, ModelOptions{}, vt::DType::kF32)->cache_spec();
+  ModelOptions options;
+  options.language_model_only = true;  // the cache is the language model's
+  return e.build(config, decl, options, vt::DType::kF32)->cache_spec();
 }
 
 std::unique_ptr<Model> load_model(const io::ModelConfig& config, const std::string& dir,
@@ -90,8 +90,8 @@ std::unique_ptr<Model> load_model(const io::ModelConfig& config, const std::stri
   io_options.format = load.format;
   io_options.dummy_seed = load.dummy_seed;
   io_options.progress = load.progress;
-  io_options.language_model_only = true;  // vision towers are not built yet
-  const std::vector<io::ParamSpec> specs = declare_params(config, true);
+  io_options.language_model_only = options.language_model_only;
+  const std::vector<io::ParamSpec> specs = declare_params(config, options.language_model_only);
   WeightStore weights(io::load_model_weights(s, dir, config, specs, io_options),
                       load.format == io::LoadFormat::kDummy ? dir + " (dummy weights)" : dir, s);
   std::unique_ptr<Model> model = e.build(config, weights, options, load.activation_dtype());

@@ -55,8 +55,8 @@ CacheSpec declare_cache_spec(const io::ModelConfig& config);
 // load.activation_dtype(), its declared language-model parameters read from the
 // checkpoint in `dir` by the io loader in their checkpoint dtype, or made as dummy
 // weights from the config alone (load.format == kDummy; `dir` then only names the
-// model in messages). Vision towers are not built yet (text part only). The overload
-// without a config reads DIR/config.json.
+// model in messages). A multimodal class gets its vision tower (Model::vision_tower())
+// unless options.language_model_only. The overload without a config reads DIR/config.json.
 std::unique_ptr<Model> load_model(const io::ModelConfig& config, const std::string& dir,
                                   vt::Stream& s, const LoadConfig& load,
                                   const ModelOptions& options = ModelOptions::from_env());
