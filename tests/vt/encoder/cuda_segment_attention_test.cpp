@@ -48,11 +48,11 @@ struct Case {
 // Per-element bound on |cuda - exact|: the output's own rounding (half an ulp, `eps`
 // relative) plus P's rounding to the input dtype before P V, each p off by at most eps
 // relative: |sum (p~ - p) v| / l <= eps sum p |v| / l, and for long segments the
-// errors' random signs keep it near eps sqrt(sum p^2 v^2) / l (6 of those allowed), plus
-// f32 accumulation noise.
+// errors' random signs keep it near eps sqrt(sum p^2 v^2) / l (6 of those allowed; 1%
+// over for out's rounding of that error), plus f32 accumulation noise.
 double allowance(double ref, double eps, double sum_pv_abs, double sqrt_p2v2, double l,
                  double vmax) {
-  return eps * std::fabs(ref) + eps * std::min(sum_pv_abs, 6 * sqrt_p2v2) / l + 2e-6 * vmax;
+  return eps * std::fabs(ref) + 1.01 * eps * std::min(sum_pv_abs, 6 * sqrt_p2v2) / l + 2e-6 * vmax;
 }
 
 void run_case(const Case& c, const std::string& what) {
