@@ -11,6 +11,7 @@
 #include "bench/report.h"
 #include "bench/serve_bench.h"
 #include "bench/throughput_bench.h"
+#include "bench/vision_bench.h"
 #include "io/weight_loader.h"
 #include "commands.h"
 
@@ -194,6 +195,32 @@ int bench_throughput(int argc, char** argv) {
   return 0;
 }
 
+int bench_vision(int argc, char** argv) {
+  Args args(argc, argv, {"device", "load-format", "images", "image-size", "repeats"}, {"help"});
+  if (args.has("help") || args.positional().size() != 1) {
+    std::fputs(
+        "usage: vtllm bench vision DIR [options]\n"
+        "  The vision tower of DIR's multimodal model on random square images.\n"
+        "  --device D          cuda (default) or cpu\n"
+        "  --load-format F     auto (DIR's weights) or dummy (random weights of config.json)\n"
+        "  --images LIST       images per encode call (default 1,16)\n"
+        "  --image-size N      pixels per side (default 1024)\n"
+        "  --repeats N         timed calls per row, median (default 5)\n",
+        args.has("help") ? stdout : stderr);
+    return args.has("help") ? 0 : 2;
+  }
+  bench::VisionBenchConfig c;
+  c.dir = args.positional()[0];
+  c.device = vt::device_from_name(args.get_or("device", "cuda"));
+  c.load_format = io::load_format_from_name(args.get_or("load-format", "auto"), "--load-format");
+  c.images = parse_int_list("images", args.get_or("images", "1,16"));
+  c.image_size = args.get_int("image-size", 1024);
+  c.repeats = int(args.get_int("repeats", 5));
+  VT_REQUIRE(c.repeats > 0, "--repeats must be > 0");
+  bench::run_vision_bench(c);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -201,7 +228,8 @@ int cmd_bench(int argc, char** argv) {
       "usage: vtllm bench <mode> [options]\n\n"
       "modes:\n"
       "  serve        load an OpenAI-compatible server; latency percentiles and throughput\n"
-      "  throughput   model speed in-process: decode / prefill tokens/s against the roofline\n\n"
+      "  throughput   model speed in-process: decode / prefill tokens/s against the roofline\n"
+      "  vision       the vision tower in-process: images/s and TFLOP/s against the peak\n\n"
       "'vtllm bench <mode> --help' describes a mode's options.\n";
   if (argc < 1 || !std::strcmp(argv[0], "--help") || !std::strcmp(argv[0], "-h")) {
     std::fputs(usage, argc < 1 ? stderr : stdout);
@@ -209,6 +237,7 @@ int cmd_bench(int argc, char** argv) {
   }
   if (!std::strcmp(argv[0], "serve")) return bench_serve(argc - 1, argv + 1);
   if (!std::strcmp(argv[0], "throughput")) return bench_throughput(argc - 1, argv + 1);
+  if (!std::strcmp(argv[0], "vision")) return bench_vision(argc - 1, argv + 1);
   std::fprintf(stderr, "vtllm bench: unknown mode '%s'\n\n%s", argv[0], usage);
   return 2;
 }

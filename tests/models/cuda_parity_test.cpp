@@ -118,8 +118,9 @@ void run_bf16_parity(const std::string& rel_dir, vt::Device device) {
 
 // qwen3_5-tiny-hd48 (head_dim 48) is CPU-only: CUDA paged attention has kernels for
 // head_dim 64, 128 and 256 and refuses others by name.
-const char* const kFixtures[] = {"tests/fixtures/qwen3-tiny", "tests/fixtures/qwen3_5-tiny-r2",
-                                 "tests/fixtures/qwen3_5-tiny-r3-vl", "models/tiny-qwen3.5"};
+const char* const kFixtures[] = {"tests/fixtures/qwen3-tiny",         "tests/fixtures/qwen3_5-tiny-r2",
+                                 "tests/fixtures/qwen3_5-tiny-r3-vl",  "models/tiny-qwen3.5",
+                                 "tests/fixtures/qwen3_5_moe-tiny",    "tests/fixtures/qwen3_5_moe-tiny-vl"};
 
 std::string test_name(const ::testing::TestParamInfo<const char*>& info) {
   std::string n = info.param;
@@ -175,12 +176,6 @@ TEST_P(CpuBf16Parity, PrefillLogitsNearBf16Oracle) {
               GetParam(), worst);
 }
 INSTANTIATE_TEST_SUITE_P(Fixtures, CpuBf16Parity, ::testing::ValuesIn(kFixtures), test_name);
-// The MoE fixtures on the CPU only until the CUDA arms of the MoE ops (vt/cuda/moe.h)
-// are in the tree; then they join kFixtures.
-INSTANTIATE_TEST_SUITE_P(MoeFixtures, CpuBf16Parity,
-                         ::testing::Values("tests/fixtures/qwen3_5_moe-tiny",
-                                           "tests/fixtures/qwen3_5_moe-tiny-vl"),
-                         test_name);
 
 // ---- dummy weights
 
@@ -237,10 +232,10 @@ TEST_P(CudaDummy, BenchConfigRunsOnGpu) {
   if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   check_dummy(source_path(GetParam()), vt::Device::cuda(0));
 }
-// The dense bench shapes (the MoE one needs the CUDA arms of vt/cuda/moe.h).
 INSTANTIATE_TEST_SUITE_P(BenchModels, CudaDummy,
                          ::testing::Values("bench/models/qwen3_5-default-text",
-                                           "bench/models/qwen3_6-27b"),
+                                           "bench/models/qwen3_6-27b",
+                                           "bench/models/qwen3_6-35b-a3b"),
                          test_name);
 
 }  // namespace

@@ -143,7 +143,7 @@ TEST(HttpServer, RequestPhaseHistogramsCountEachFinishedRequest) {
 TEST(HttpServer, AccessLogWritesOneLinePerResponse) {
   TestServerOptions o;
   o.http.access_log = true;
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   {
     TestServer s(o);
     auto r = s.client()->Post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 2})",
@@ -153,7 +153,7 @@ TEST(HttpServer, AccessLogWritesOneLinePerResponse) {
     ASSERT_TRUE(bad);
     EXPECT_EQ(s.client()->Get("/health")->status, 200);
   }
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(log.find("\"POST /v1/completions HTTP/1.1\" 200 "), std::string::npos) << log;
   EXPECT_NE(log.find("\"POST /v1/completions HTTP/1.1\" 400 "), std::string::npos) << log;
   EXPECT_NE(log.find("\"GET /health HTTP/1.1\" 200 "), std::string::npos) << log;
