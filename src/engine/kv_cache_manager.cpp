@@ -151,12 +151,22 @@ int64_t KvCacheManager::prefill_chunk(const Request& request, int64_t computed, 
   const int64_t end = computed + n;
   // Where the cached chain ended comes first: the next request with that prefix needs it.
   if (auto it = share_points_.find(request.id);
-      it != share_points_.end() && it->second > computed && it->second < end)
+      it != share_points_.end() && it->second > computed && it->second <= end)
     return it->second - computed;
   if (end >= boundary) return boundary - computed;
   // The furthest stride multiple in (computed, end]; a chunk passing none is left as it is.
   const int64_t point = snapshot_stride_ > 0 ? end / snapshot_stride_ * snapshot_stride_ : 0;
   return point > computed ? point - computed : n;
+}
+
+bool KvCacheManager::tail_due(const Request& request, int64_t p) const {
+  const SamplingParams& sp = request.params;
+  const bool length_only = (sp.ignore_eos || request.eos_token_ids.empty()) &&
+                           sp.stop_token_ids.empty() && sp.stop.empty();
+  if (!length_only) return true;
+  // It ends at max_tokens, with all but its last sampled token computed.
+  const int64_t last = request.num_prompt_tokens() + sp.max_tokens - 1;
+  return p == last / block_size() * block_size();
 }
 
 bool KvCacheManager::snapshot_point(const Request& request, int64_t p) const {
@@ -179,7 +189,7 @@ std::optional<StateCopy> KvCacheManager::snapshot_after(const Request& request,
   const int bs = block_size();
   if (boundary == 0 || p <= 0 || p % bs != 0) return std::nullopt;
   const bool tail = p > boundary;
-  if (!tail && !snapshot_point(request, p)) return std::nullopt;
+  if (tail ? !tail_due(request, p) : !snapshot_point(request, p)) return std::nullopt;
   auto it = reqs_.find(request.id);
   VT_CHECK(it != reqs_.end() && states_->slot_of(request.id), "kv cache: request '", request.id,
            "' has no state slot to snapshot");

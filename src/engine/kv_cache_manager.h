@@ -14,7 +14,8 @@
 // and every snapshot_stride tokens before it (the scheduler ends prefill
 // chunks there), and, past the prompt, each block boundary a step ends on (a
 // request keeps only its latest such "tail" snapshot, so a finished response
-// leaves the state after its last full block). A hit is cut back to the
+// leaves the state after its last full block; one that can end only at
+// max_tokens takes just that one). A hit is cut back to the
 // longest boundary with a snapshot, which is copied into the new request's
 // slot before its step; the request then also snapshots where the cached block
 // chain ended (where its prompt parts from the earlier one's), so a third
@@ -136,6 +137,10 @@ class KvCacheManager {
   void cache_full_blocks(const Request& request, ReqCache& rc, int64_t num_tokens);
   // Whether a step ending at p (a block multiple, <= the prompt boundary) snapshots.
   bool snapshot_point(const Request& request, int64_t p) const;
+  // Past the prompt boundary: a request that can end only at max_tokens snapshots once,
+  // at the last block boundary it computes; any other at every boundary (its end is
+  // not known in advance).
+  bool tail_due(const Request& request, int64_t p) const;
 
   BlockPool pool_;
   std::optional<StateSlotManager> states_;

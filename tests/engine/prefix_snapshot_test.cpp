@@ -24,7 +24,7 @@ EngineConfig hybrid_config(int64_t budget = 64, int64_t stride = 0) {
   EngineConfig c;
   c.scheduler.max_num_batched_tokens = budget;
   c.scheduler.max_num_seqs = 4;
-  c.scheduler.max_model_len = 96;
+  c.scheduler.max_model_len = 160;
   c.kv_cache.block_size = kBlockSize;
   c.kv_cache.num_blocks = 200;
   c.kv_cache.num_state_slots = 4;
@@ -46,10 +46,10 @@ std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) 
   return a;
 }
 
-SamplingParams greedy(int64_t max_tokens) {
+SamplingParams greedy(int64_t max_tokens, bool ignore_eos = true) {
   SamplingParams p;
   p.temperature = 0.0f;
-  p.ignore_eos = true;
+  p.ignore_eos = ignore_eos;
   p.max_tokens = max_tokens;
   return p;
 }
@@ -70,9 +70,9 @@ class Session {
     model_ = model.get();
     engine_ = std::make_unique<LlmEngine>(config, std::move(model));
   }
-  Turn serve(const std::vector<int32_t>& prompt, int64_t max_tokens) {
+  Turn serve(const std::vector<int32_t>& prompt, int64_t max_tokens, bool ignore_eos = true) {
     const int64_t before = model_->tokens_computed();
-    engine_->add_request("r" + std::to_string(next_++), prompt, greedy(max_tokens));
+    engine_->add_request("r" + std::to_string(next_++), prompt, greedy(max_tokens, ignore_eos));
     Turn t;
     while (engine_->has_unfinished())
       for (const EngineOutput& o : engine_->step()) {
@@ -93,22 +93,28 @@ class Session {
   int next_ = 0;
 };
 
-Turn cold(const std::vector<int32_t>& prompt, int64_t max_tokens, int64_t budget = 64) {
+Turn cold(const std::vector<int32_t>& prompt, int64_t max_tokens, int64_t budget = 64,
+          bool ignore_eos = true) {
   EngineConfig c = hybrid_config(budget);
   c.kv_cache.enable_prefix_caching = false;
-  return Session(c).serve(prompt, max_tokens);
+  return Session(c).serve(prompt, max_tokens, ignore_eos);
 }
 
 int64_t floor_block(int64_t n) { return n / kBlockSize * kBlockSize; }
 
-TEST(PrefixSnapshot, NextTurnHitsTheEndOfThePreviousResponse) {
-  std::mt19937 rng(1);
+// Length-only requests (ignore_eos) snapshot once past the prompt, at their last
+// boundary; those that may stop at eos at every boundary: both leave that one.
+class NextTurn : public ::testing::TestWithParam<bool> {};
+
+TEST_P(NextTurn, HitsTheEndOfThePreviousResponse) {
+  const bool ignore_eos = GetParam();
+  std::mt19937 rng(ignore_eos ? 1 : 11);
   Session s(hybrid_config());
   auto history = random_tokens(rng, 30);
   int64_t expected_hit = 0;
-  for (int turn = 0; turn < 4; ++turn) {
-    const Turn t = s.serve(history, 9);
-    const Turn ref = cold(history, 9);
+  for (int turn = 0; turn < 6; ++turn) {
+    const Turn t = s.serve(history, 9, ignore_eos);
+    const Turn ref = cold(history, 9, 64, ignore_eos);
     EXPECT_EQ(t.tokens, ref.tokens) << "turn " << turn;
     EXPECT_EQ(t.cached, expected_hit) << "turn " << turn;
     EXPECT_EQ(t.computed, ref.computed - expected_hit) << "turn " << turn;
@@ -119,6 +125,8 @@ TEST(PrefixSnapshot, NextTurnHitsTheEndOfThePreviousResponse) {
     history = cat(cat(history, t.tokens), random_tokens(rng, 5));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(EosOrLength, NextTurn, ::testing::Values(true, false));
 
 TEST(PrefixSnapshot, RewrittenAnswerHitsThePreviousPromptBoundary) {
   std::mt19937 rng(2);
@@ -208,6 +216,21 @@ TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
   EXPECT_EQ(kv.prefill_chunk(r, 0, 7), 7);     // passes none
   EXPECT_EQ(kv.prefill_chunk(r, 17, 13), 11);  // 17 -> 28
   EXPECT_EQ(kv.prefill_chunk(r, 28, 2), 2);    // past the boundary: uncut
+  // Where a cached chain without a snapshot ends comes before the stride.
+  c.snapshot_stride = 12;
+  c.num_state_snapshots = 4;
+  KvCacheManager shared(c);
+  Request first("first", p, {});
+  ASSERT_TRUE(shared.allocate_slots(first, 30));  // caches 7 blocks, no snapshot yet
+  auto q = p;
+  q[17] = 99;  // shares 4 blocks (16 tokens) with `first`
+  Request second("second", q, {});
+  const PrefixHit hit = shared.get_computed_blocks(second);
+  EXPECT_EQ(hit.num_tokens, 0);
+  EXPECT_EQ(hit.num_shared_tokens, 16);
+  EXPECT_EQ(shared.prefill_chunk(second, 0, 16), 16);  // not 12
+  EXPECT_EQ(shared.prefill_chunk(second, 0, 30), 16);
+  EXPECT_EQ(shared.prefill_chunk(second, 16, 14), 12);  // then the prompt boundary, 28
   c.snapshot_stride = 6;
   EXPECT_THROW(KvCacheManager bad(c), Error);
 }
