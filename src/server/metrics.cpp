@@ -128,6 +128,11 @@ std::string ServerMetrics::render(const engine::SchedulerStats& e) const {
           double(e.num_preemptions));
   counter("vtllm:prompt_tokens_total", "Number of prefill tokens processed.",
           prompt_tokens.value());
+  counter("vtllm:prefix_cache_queries_total",
+          "Prefix cache queries, in terms of number of queried tokens.",
+          double(e.kv.prefix_queries));
+  counter("vtllm:prefix_cache_hits_total",
+          "Prefix cache hits, in terms of number of cached tokens.", double(e.kv.prefix_hits));
   counter("vtllm:generation_tokens_total", "Number of generation tokens processed.",
           generation_tokens.value());
   header(out, "vtllm:request_success_total", "counter", "Count of finished requests by reason.");
