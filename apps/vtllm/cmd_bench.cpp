@@ -1,19 +1,22 @@
 // vtllm bench serve: an OpenAI-API load generator (closed-loop concurrency sweep) that
 // reports TTFT, TPOT, ITL and end-to-end latency percentiles and request/token
 // throughput, as vLLM's `bench serve` does, against any server (vtllm or a peer).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "base/error.h"
+#include "bench/multi_turn.h"
 #include "bench/report.h"
 #include "bench/serve_bench.h"
 #include "bench/throughput_bench.h"
 #include "bench/vision_bench.h"
-#include "io/weight_loader.h"
 #include "commands.h"
+#include "io/weight_loader.h"
 
 namespace vtllm::cli {
 
@@ -57,13 +60,64 @@ constexpr const char* kServeUsage =
     "  --warmup N           unmeasured requests before the first level (default 1)\n"
     "  --timeout S          read timeout per request in seconds (default 1800)\n"
     "  --json FILE          write the results as JSON\n"
-    "  --dry-run            print the first request body and exit\n";
+    "  --dry-run            print the first request body and exit\n"
+    "  --extra-body JSON    fields merged into every request body, e.g.\n"
+    "                       '{\"cache_prompt\": true}' (llama.cpp) or '{\"return_token_ids\": "
+    "true}'\n\n"
+    "multi-turn mode (prefix caching; --input-len and --num-prompts do not apply):\n"
+    "  --multi-turn         C conversations of T turns, each turn resending the history\n"
+    "  --conversations C    default 32\n"
+    "  --turns T            default 8\n"
+    "  --user-len N         new user tokens per turn (default 256); answers are --output-len\n"
+    "  --system-len N       a shared prefix before every conversation (default 0)\n"
+    "  --multi-turn-mode M  append: the next turn carries the previous answer's ids (default);\n"
+    "                       rewrite: other ids of its length in its place\n"
+    "  --answer-ids A       append: where the answer's ids come from: auto (the response's\n"
+    "                       token ids when --extra-body asks for them, else /tokenize of its\n"
+    "                       text; default), tokenize, tokenize-llama (llama.cpp's /tokenize)\n"
+    "  --concurrency N      workers sharing the conversations (default: one per conversation)\n";
+
+// `bench serve --multi-turn`: the request and workload flags are parsed into `base`.
+int bench_multi_turn(const Args& args, const bench::ServeBenchConfig& base) {
+  bench::MultiTurnConfig m;
+  m.request = base.request;
+  m.workload = base.workload;
+  VT_REQUIRE(m.workload.kind == bench::PromptKind::kTokenIds,
+           "--multi-turn sends token-id prompts: --prompt-kind text does not apply");
+  m.conversations = int(args.get_int("conversations", m.conversations));
+  m.turns = int(args.get_int("turns", m.turns));
+  m.user_len = args.get_int("user-len", m.user_len);
+  m.system_len = args.get_int("system-len", m.system_len);
+  m.mode = bench::parse_multi_turn_mode(args.get_or("multi-turn-mode", "append"));
+  m.answer_ids = bench::parse_answer_ids(args.get_or("answer-ids", "auto"));
+  m.concurrency = int(args.get_int("concurrency", 0));
+  VT_REQUIRE(m.concurrency >= 0, "--concurrency must not be negative");
+  std::printf(
+      "bench serve --multi-turn: %s%s, %d conversations x %d turns (%s), user %lld + answer "
+      "%lld tokens per turn, system prefix %lld, %d workers\n",
+      m.request.base_url.c_str(), m.request.endpoint.c_str(), m.conversations, m.turns,
+      m.mode == bench::MultiTurnMode::kAppend ? "append" : "rewrite", (long long)m.user_len,
+      (long long)m.request.max_tokens, (long long)m.system_len,
+      m.concurrency > 0 ? std::min(m.concurrency, m.conversations) : m.conversations);
+  const bench::MultiTurnResult r = bench::run_multi_turn(m);
+  bench::print_multi_turn(stdout, r);
+  if (auto path = args.get("json")) {
+    bench::write_file(*path, bench::multi_turn_json(m, r));
+    std::printf("wrote %s\n", path->c_str());
+  }
+  int64_t failed = 0;
+  for (const auto& t : r.turns) failed += t.failed;
+  return failed ? 1 : 0;
+}
 
 int bench_serve(int argc, char** argv) {
   Args args(argc, argv,
-            {"base-url", "endpoint", "model", "api-key", "concurrency", "num-prompts", "input-len",
-             "output-len", "prompt-kind", "token-range", "seed", "warmup", "timeout", "json"},
-            {"help", "no-ignore-eos", "dry-run"});
+            {"base-url",      "endpoint",  "model",      "api-key",     "concurrency",
+             "num-prompts",   "input-len", "output-len", "prompt-kind", "token-range",
+             "seed",          "warmup",    "timeout",    "json",        "extra-body",
+             "conversations", "turns",     "user-len",   "system-len",  "multi-turn-mode",
+             "answer-ids"},
+            {"help", "no-ignore-eos", "dry-run", "multi-turn"});
   if (args.has("help") || !args.positional().empty()) {
     std::fputs(kServeUsage, args.has("help") ? stdout : stderr);
     return args.has("help") ? 0 : 2;
@@ -85,6 +139,12 @@ int bench_serve(int argc, char** argv) {
     c.workload.token_lo = lohi[0];
     c.workload.token_hi = lohi[1];
   }
+  if (auto e = args.get("extra-body")) {
+    const auto j = nlohmann::json::parse(*e, nullptr, false);
+    VT_REQUIRE(!j.is_discarded() && j.is_object(), "--extra-body '", *e, "': expected a JSON object");
+    c.request.extra_body = *e;
+  }
+  if (args.has("multi-turn")) return bench_multi_turn(args, c);
   c.concurrency = parse_int_list("concurrency", args.get_or("concurrency", "1"));
   c.num_prompts = args.get_int("num-prompts", 0);
   c.warmup = args.get_int("warmup", 1);

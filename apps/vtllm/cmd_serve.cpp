@@ -127,6 +127,15 @@ std::vector<std::string> list_flag(const Args& args, const std::string& flag,
 }
 
 // Many connections need many descriptors: take the hard limit.
+// ", prefix caching" and, on a hybrid model, its GDN state snapshots.
+std::string prefix_caching_note(const engine::EngineParts& setup, const engine::KvCacheConfig& kv) {
+  if (!kv.enable_prefix_caching) return "";
+  if (!setup.hybrid) return ", prefix caching";
+  if (kv.num_state_snapshots == 0) return ", no prefix caching (no state snapshots)";
+  return str_cat(", prefix caching (", kv.num_state_snapshots, " GDN state snapshots, stride ",
+                 kv.snapshot_stride, ")");
+}
+
 void raise_open_file_limit() {
   rlimit r{};
   if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
@@ -233,7 +242,7 @@ int cmd_serve(int argc, char** argv) {
       "%d KV blocks of %d%s%s\n",
       sc.model_name.c_str(), setup.describe(flags).c_str(), hc.host.c_str(), bound_port,
       static_cast<long long>(max_model_len), ec.scheduler.max_num_seqs, ec.kv_cache.num_blocks - 1,
-      ec.kv_cache.block_size, ec.kv_cache.enable_prefix_caching ? ", prefix caching" : "",
+      ec.kv_cache.block_size, prefix_caching_note(setup, ec.kv_cache).c_str(),
       hc.api_key.empty() ? "" : ", API key required");
   std::fflush(stdout);
 

@@ -1,6 +1,8 @@
 #include "model_setup.h"
 
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 #include "base/error.h"
 #include "vt/device.h"
@@ -17,7 +19,9 @@ std::vector<std::string> model_value_flags() {
           "generation-config",
           "override-generation-config",
           "device",
-          "gpu-memory-utilization"};
+          "gpu-memory-utilization",
+          "state-snapshot-budget",
+          "state-snapshot-stride"};
 }
 
 std::vector<std::string> model_bool_flags() {
@@ -44,8 +48,13 @@ const char* const kModelFlagsUsage =
     "  --num-gpu-blocks-override N   KV-cache blocks of 16 tokens (default on CPU: enough for\n"
     "                                min(max-num-seqs, 16) full-length requests; on cuda: from\n"
     "                                --gpu-memory-utilization)\n"
-    "  --enable-prefix-caching       reuse cached prompt blocks (default)\n"
+    "  --enable-prefix-caching       reuse cached prompt blocks (default; hybrid models through\n"
+    "                                GDN state snapshots)\n"
     "  --no-enable-prefix-caching    do not\n"
+    "  --state-snapshot-budget B     hybrid: memory for GDN state snapshots, a fraction of the\n"
+    "                                cache memory (default 0.1) or bytes (8GiB, 512MiB, 4096)\n"
+    "  --state-snapshot-stride N     hybrid: also snapshot every N prompt tokens, a multiple of\n"
+    "                                16 (default 1024; 0: only at each prompt's end)\n"
     "  --chat-template FILE          a Jinja chat template replacing DIR's\n"
     "  --generation-config auto|vllm|DIR\n"
     "                                default sampling parameters (temperature, top_p, top_k,\n"
@@ -57,6 +66,45 @@ const char* const kModelFlagsUsage =
     "                                '{\"temperature\": 0.5}'\n"
     "  --enforce-eager               cuda: no CUDA graphs (by default decode steps of up to\n"
     "                                min(max-num-seqs, 64) requests replay captured graphs)\n";
+
+namespace {
+
+// --state-snapshot-budget: "0.25" (a fraction, < 1) or bytes ("8GiB", "512MiB", "4096").
+void parse_snapshot_budget(const std::string& v, engine::EngineArgs& f) {
+  static const std::pair<const char*, uint64_t> kUnits[] = {{"GiB", uint64_t(1) << 30},
+                                                            {"MiB", uint64_t(1) << 20},
+                                                            {"KiB", uint64_t(1) << 10},
+                                                            {"GB", 1000000000},
+                                                            {"MB", 1000000},
+                                                            {"KB", 1000},
+                                                            {"B", 1}};
+  std::string number = v;
+  uint64_t unit = 0;
+  for (const auto& [suffix, scale] : kUnits) {
+    const std::string sfx = suffix;
+    if (number.size() > sfx.size() && number.ends_with(sfx)) {
+      number.resize(number.size() - sfx.size());
+      unit = scale;
+      break;
+    }
+  }
+  size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  VT_REQUIRE(used == number.size() && x >= 0, "--state-snapshot-budget ", v,
+           ": expected a fraction in [0, 1) or bytes (8GiB, 512MiB, 4096)");
+  if (unit == 0 && x < 1) {
+    f.state_snapshot_fraction = x;
+  } else {
+    f.state_snapshot_bytes = uint64_t(x * double(unit == 0 ? 1 : unit));
+  }
+}
+
+}  // namespace
 
 engine::EngineArgs model_flags_from_args(const Args& args, const std::string& dir,
                                          int64_t default_max_num_seqs) {
@@ -74,6 +122,8 @@ engine::EngineArgs model_flags_from_args(const Args& args, const std::string& di
   VT_REQUIRE(!(args.has("enable-prefix-caching") && args.has("no-enable-prefix-caching")),
            "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
   f.enable_prefix_caching = !args.has("no-enable-prefix-caching");
+  if (auto budget = args.get("state-snapshot-budget")) parse_snapshot_budget(*budget, f);
+  f.state_snapshot_stride = args.get_int("state-snapshot-stride", f.state_snapshot_stride);
   f.chat_template_file = args.get_or("chat-template", "");
   f.generation_config = args.get_or("generation-config", "auto");
   f.override_generation_config = args.get_or("override-generation-config", "");

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "models/registry.h"
 #include "vt/device.h"
+#include "vt/memory.h"
 
 namespace vtllm::engine {
 
@@ -25,6 +26,11 @@ void EngineArgs::validate() const {
   if (num_gpu_blocks_override)
     VT_REQUIRE(*num_gpu_blocks_override > 0 && *num_gpu_blocks_override < (int64_t(1) << 31) - 1,
              "--num-gpu-blocks-override ", *num_gpu_blocks_override, ": expected [1, 2^31 - 2]");
+  VT_REQUIRE(state_snapshot_fraction >= 0 && state_snapshot_fraction < 1, "--state-snapshot-budget ",
+           state_snapshot_fraction, ": expected a fraction in [0, 1)");
+  VT_REQUIRE(state_snapshot_stride >= 0 && state_snapshot_stride % kBlockSize == 0,
+           "--state-snapshot-stride ", state_snapshot_stride,
+           ": expected a non-negative multiple of the block size ", kBlockSize);
   VT_REQUIRE(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1,
            "--gpu-memory-utilization ", gpu_memory_utilization, ": expected (0, 1]");
   if (device.is_cuda()) {
@@ -111,6 +117,23 @@ void check_cpu_cache_fits(const io::ModelConfig& config, const KvCacheConfig& kv
 
 }  // namespace
 
+int32_t num_state_snapshots(const EngineArgs& a, int64_t bytes_per_state_slot, uint64_t kv_bytes,
+                            uint64_t device_total) {
+  if (!a.enable_prefix_caching || bytes_per_state_slot <= 0) return 0;
+  double bytes = 0;
+  if (a.state_snapshot_bytes) {
+    bytes = double(*a.state_snapshot_bytes);
+  } else if (kv_bytes > 0) {
+    // The snapshots' share of KV + snapshots.
+    const double f = a.state_snapshot_fraction;
+    bytes = f / (1 - f) * double(kv_bytes);
+  } else {
+    bytes = a.state_snapshot_fraction * a.gpu_memory_utilization * double(device_total);
+  }
+  if (bytes <= 0) return 0;
+  return int32_t(std::clamp(bytes / double(bytes_per_state_slot), 1.0, double(1 << 20)));
+}
+
 GraphOptions graph_options(const EngineArgs& a, int64_t max_model_len) {
   GraphOptions g;
   g.enforce_eager = a.enforce_eager;
@@ -150,6 +173,18 @@ EngineParts build_engine(const EngineArgs& a) {
   ec.kv_cache.enable_prefix_caching = a.enable_prefix_caching;
   // One GDN state slot per running request (a dense model's runner ignores them).
   ec.kv_cache.num_state_slots = int32_t(a.max_num_seqs);
+  {
+    const CacheFootprint f =
+        cache_footprint(models::declare_cache_spec(s.model_config), kBlockSize,
+                        a.device.is_cpu() ? vt::DType::kF32 : vt::DType::kBF16);
+    const bool blocks_given = a.device.is_cpu() || a.num_gpu_blocks_override.has_value();
+    const uint64_t kv_bytes =
+        blocks_given ? uint64_t(ec.kv_cache.num_blocks - 1) * uint64_t(f.bytes_per_block) : 0;
+    const uint64_t device_total = blocks_given ? 0 : vt::device_memory_info(a.device).total;
+    ec.kv_cache.num_state_snapshots =
+        num_state_snapshots(a, f.bytes_per_state_slot, kv_bytes, device_total);
+    ec.kv_cache.snapshot_stride = a.state_snapshot_stride;
+  }
   const auto& eos =
       gen_config.eos_token_ids.empty() ? s.model_config.eos_token_ids : gen_config.eos_token_ids;
   for (int64_t id : eos) ec.eos_token_ids.push_back(int32_t(id));

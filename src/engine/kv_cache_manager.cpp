@@ -24,9 +24,13 @@ bool caching_on(const KvCacheConfig& c) {
 
 KvCacheManager::KvCacheManager(const KvCacheConfig& config)
     : pool_(config.num_blocks, config.block_size, caching_on(config)),
-      prefix_caching_(caching_on(config)) {
+      prefix_caching_(caching_on(config)),
+      snapshot_stride_(config.snapshot_stride) {
   VT_CHECK(config.num_state_snapshots >= 0, "kv cache: num_state_snapshots = ",
            config.num_state_snapshots);
+  VT_CHECK(config.snapshot_stride >= 0 && config.snapshot_stride % config.block_size == 0,
+           "kv cache: snapshot_stride = ", config.snapshot_stride,
+           ", expected a non-negative multiple of the block size ", config.block_size);
   if (config.num_state_slots > 0) {
     states_.emplace(config.num_state_slots);
     if (prefix_caching_) snapshots_.emplace(config.num_state_slots, config.num_state_snapshots);
@@ -52,6 +56,7 @@ PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
     hit.blocks.push_back(*found);
   }
   if (snapshots_) {
+    hit.num_shared_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
     // Cut back to the longest boundary whose GDN state was saved.
     while (!hit.blocks.empty()) {
       hit.state_snapshot = snapshots_->lookup(hashes[hit.blocks.size() - 1]);
@@ -60,6 +65,10 @@ PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
     }
   }
   hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
+  if (hit.num_shared_tokens > hit.num_tokens)
+    share_points_[request.id] = hit.num_shared_tokens;
+  else
+    share_points_.erase(request.id);
   return hit;
 }
 
@@ -117,6 +126,7 @@ void KvCacheManager::cache_full_blocks(const Request& request, ReqCache& rc, int
 
 void KvCacheManager::free(const std::string& request_id) {
   if (states_) states_->free(request_id);
+  share_points_.erase(request_id);
   auto it = reqs_.find(request_id);
   if (it == reqs_.end()) return;
   // Tail first, so a request's last blocks are evicted before its shared prefix.
@@ -135,6 +145,37 @@ int64_t KvCacheManager::prefill_boundary(const Request& request) const {
   return (request.num_prompt_tokens() - 1) / block_size() * block_size();
 }
 
+int64_t KvCacheManager::prefill_chunk(const Request& request, int64_t computed, int64_t n) const {
+  const int64_t boundary = prefill_boundary(request);
+  if (computed >= boundary || n <= 0) return n;
+  const int64_t end = computed + n;
+  // Where the cached chain ended comes first: the next request with that prefix needs it.
+  if (auto it = share_points_.find(request.id);
+      it != share_points_.end() && it->second > computed && it->second <= end)
+    return it->second - computed;
+  if (end >= boundary) return boundary - computed;
+  // The furthest stride multiple in (computed, end]; a chunk passing none is left as it is.
+  const int64_t point = snapshot_stride_ > 0 ? end / snapshot_stride_ * snapshot_stride_ : 0;
+  return point > computed ? point - computed : n;
+}
+
+bool KvCacheManager::tail_due(const Request& request, int64_t p) const {
+  const SamplingParams& sp = request.params;
+  const bool length_only = (sp.ignore_eos || request.eos_token_ids.empty()) &&
+                           sp.stop_token_ids.empty() && sp.stop.empty();
+  if (!length_only) return true;
+  // It ends at max_tokens, with all but its last sampled token computed.
+  const int64_t last = request.num_prompt_tokens() + sp.max_tokens - 1;
+  return p == last / block_size() * block_size();
+}
+
+bool KvCacheManager::snapshot_point(const Request& request, int64_t p) const {
+  if (p == prefill_boundary(request)) return true;
+  if (snapshot_stride_ > 0 && p % snapshot_stride_ == 0) return true;
+  auto it = share_points_.find(request.id);
+  return it != share_points_.end() && it->second == p;
+}
+
 std::optional<StateCopy> KvCacheManager::take_state_copy_before(const std::string& request_id) {
   auto it = reqs_.find(request_id);
   if (it == reqs_.end()) return std::nullopt;
@@ -144,16 +185,34 @@ std::optional<StateCopy> KvCacheManager::take_state_copy_before(const std::strin
 std::optional<StateCopy> KvCacheManager::snapshot_after(const Request& request,
                                                         int64_t num_tokens_after_step) {
   const int64_t boundary = prefill_boundary(request);
-  if (boundary == 0 || num_tokens_after_step != boundary) return std::nullopt;
+  const int64_t p = num_tokens_after_step;
+  const int bs = block_size();
+  if (boundary == 0 || p <= 0 || p % bs != 0) return std::nullopt;
+  const bool tail = p > boundary;
+  if (tail ? !tail_due(request, p) : !snapshot_point(request, p)) return std::nullopt;
   auto it = reqs_.find(request.id);
   VT_CHECK(it != reqs_.end() && states_->slot_of(request.id), "kv cache: request '", request.id,
            "' has no state slot to snapshot");
-  const ReqCache& rc = it->second;
-  const int64_t block = boundary / block_size() - 1;
+  ReqCache& rc = it->second;
+  const int64_t block = p / bs - 1;
   VT_CHECK(static_cast<int64_t>(rc.hashes.size()) > block, "kv cache: request '", request.id,
            "' has no hash for block ", block);
-  const auto slot = snapshots_->reserve(rc.hashes[block]);
+  const BlockHash& hash = rc.hashes[block];
+  if (tail && rc.tail) {
+    snapshots_->release(*rc.tail);
+    rc.tail.reset();
+  }
+  // The block that holds this hash in the prefix cache (another request's when this
+  // request's copy was a duplicate): the snapshot is stale once it loses the hash.
+  const BlockHash& parent = block == 0 ? kRootBlockHash : rc.hashes[block - 1];
+  const auto keys =
+      extra_keys_for_block(block * bs, (block + 1) * bs, request.extra_keys, request.cache_salt);
+  const int32_t holder =
+      pool_.lookup(hash, parent, block_tokens(request, block, bs), keys).value_or(rc.blocks[block]);
+  const auto slot = snapshots_->reserve(
+      hash, holder, [this](const BlockHash& h, int32_t b) { return pool_.hash_of(b) != h; });
   if (!slot) return std::nullopt;
+  if (tail) rc.tail = hash;
   return StateCopy{*states_->slot_of(request.id), *slot};
 }
 

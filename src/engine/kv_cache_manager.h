@@ -9,10 +9,17 @@
 // are scheduled; a new request reuses the longest chain of cached blocks,
 // always leaving its last token to compute (its logits are needed). Hybrid
 // models: a hit also needs the GDN state at that block boundary, so prefix
-// caching is on only with num_state_snapshots > 0: the state after each
-// prompt's last full block is copied into a snapshot slot (the scheduler ends
-// a prefill chunk there), and a hit is cut back to the longest boundary with a
-// snapshot, which is copied into the new request's slot before its step.
+// caching is on only with num_state_snapshots > 0. The state is copied into a
+// snapshot slot after the step that ends at: each prompt's last block boundary
+// and every snapshot_stride tokens before it (the scheduler ends prefill
+// chunks there), and, past the prompt, each block boundary a step ends on (a
+// request keeps only its latest such "tail" snapshot, so a finished response
+// leaves the state after its last full block; one that can end only at
+// max_tokens takes just that one). A hit is cut back to the
+// longest boundary with a snapshot, which is copied into the new request's
+// slot before its step; the request then also snapshots where the cached block
+// chain ended (where its prompt parts from the earlier one's), so a third
+// request with that prefix hits all of it.
 // Not thread-safe: the engine thread owns it.
 #pragma once
 
@@ -38,6 +45,9 @@ struct KvCacheConfig {
   // Hybrid models: extra GDN state slots (ids after the running slots) for
   // prefix-cache snapshots; 0 turns prefix caching off for them.
   int32_t num_state_snapshots = 0;
+  // Hybrid prefix caching: also snapshot every this many prompt tokens (a
+  // multiple of block_size; 0: only at each prompt's last block boundary).
+  int64_t snapshot_stride = 0;
 };
 
 // Copy every GDN layer's state from slot src to slot dst.
@@ -52,6 +62,9 @@ struct PrefixHit {
   std::vector<int32_t> blocks;
   int64_t num_tokens = 0;
   std::optional<int32_t> state_snapshot;  // hybrid: the GDN state at num_tokens
+  // Hybrid: the tokens of the cached block chain before the cut back to a snapshot
+  // (>= num_tokens). The request snapshots there, so the next sharer hits it all.
+  int64_t num_shared_tokens = 0;
 };
 
 struct KvCacheStats {
@@ -90,13 +103,18 @@ class KvCacheManager {
   void free(const std::string& request_id);
 
   // Hybrid snapshots. begin_step(): the previous step ran, its snapshots are
-  // valid. prefill_boundary(): where the request's prompt prefill should stop
-  // once so a snapshot can be taken (0: nowhere). state_copies_before(): the
-  // snapshot to restore into the request's slot before its first step after a
-  // hit. snapshot_after(): the copy that saves the request's state when its
-  // step ends at its prefill boundary.
+  // valid. prefill_boundary(): the request's last prompt block boundary, where
+  // its prefill stops once for a snapshot (0: no snapshots). prefill_chunk():
+  // `n` tokens from `computed` cut back so the chunk ends at a snapshot point it
+  // would pass: where the request's last get_computed_blocks() found the cached
+  // chain to end, else the prompt boundary, else the furthest stride multiple.
+  // take_state_copy_before(): the snapshot to restore into the request's slot
+  // before its first step after a hit. snapshot_after(): the copy that saves
+  // the request's state when its step ends at a snapshot point or, past the
+  // boundary, at any block boundary (dropping its previous tail snapshot).
   void begin_step();
   int64_t prefill_boundary(const Request& request) const;
+  int64_t prefill_chunk(const Request& request, int64_t computed, int64_t n) const;
   std::optional<StateCopy> take_state_copy_before(const std::string& request_id);
   std::optional<StateCopy> snapshot_after(const Request& request, int64_t num_tokens_after_step);
 
@@ -113,15 +131,26 @@ class KvCacheManager {
     std::vector<BlockHash> hashes;  // of the request's full blocks (computed or not)
     int64_t num_cached_blocks = 0;  // leading blocks registered in the pool
     std::optional<StateCopy> restore;  // snapshot -> slot, before the next step
+    std::optional<BlockHash> tail;     // its latest snapshot past the prompt boundary
   };
 
   void cache_full_blocks(const Request& request, ReqCache& rc, int64_t num_tokens);
+  // Whether a step ending at p (a block multiple, <= the prompt boundary) snapshots.
+  bool snapshot_point(const Request& request, int64_t p) const;
+  // Past the prompt boundary: a request that can end only at max_tokens snapshots once,
+  // at the last block boundary it computes; any other at every boundary (its end is
+  // not known in advance).
+  bool tail_due(const Request& request, int64_t p) const;
 
   BlockPool pool_;
   std::optional<StateSlotManager> states_;
   std::optional<StateSnapshotPool> snapshots_;
   bool prefix_caching_;
+  int64_t snapshot_stride_;
   std::unordered_map<std::string, ReqCache> reqs_;
+  // Hybrid: PrefixHit::num_shared_tokens of each request's last lookup, where it
+  // is longer than the hit (a snapshot point for that request).
+  std::unordered_map<std::string, int64_t> share_points_;
   int64_t prefix_queries_ = 0, prefix_hits_ = 0;
 };
 

@@ -94,10 +94,8 @@ SchedulerOutput Scheduler::schedule() {
     if (config_.long_prefill_token_threshold > 0)
       n = std::min(n, config_.long_prefill_token_threshold);
     n = std::min(n, budget);
-    // Hybrid prefix caching: stop once at the prompt's last block boundary to snapshot the state.
-    const int64_t boundary = kv_.prefill_boundary(r);
-    if (computed < boundary && computed + n > boundary) n = boundary - computed;
-    return n;
+    // Hybrid prefix caching: end the chunk where a state snapshot is due.
+    return kv_.prefill_chunk(r, computed, n);
   };
 
   // Running requests, oldest first.

@@ -9,9 +9,10 @@
 // preempted, waiting requests are admitted (FCFS, or lowest priority value
 // first) while the budget, max_num_seqs and the cache allow, reusing
 // prefix-cached blocks. A prompt longer than the budget is chunked over steps
-// (chunked prefill); with hybrid prefix caching a prompt's prefill also stops
-// once at its last block boundary for a state snapshot. Under FCFS no request starves: the oldest running request
-// is never the one preempted while a newer one runs.
+// (chunked prefill); with hybrid prefix caching a prompt's prefill also ends
+// chunks where GDN state snapshots are due (KvCacheManager::prefill_chunk).
+// Under FCFS no request starves: the oldest running request is never the one
+// preempted while a newer one runs.
 //
 // update_from_output() appends the sampled tokens, applies the stopping rules
 // (max_tokens, max_model_len, eos unless ignore_eos, stop token ids, all held

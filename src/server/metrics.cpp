@@ -154,6 +154,11 @@ std::string ServerMetrics::render_with(const std::string& prefix,
           double(e.num_preemptions));
   counter("prompt_tokens_total", "Number of prefill tokens processed.",
           prompt_tokens.value());
+  counter("prefix_cache_queries_total",
+          "Prefix cache queries, in terms of number of queried tokens.",
+          double(e.kv.prefix_queries));
+  counter("prefix_cache_hits_total",
+          "Prefix cache hits, in terms of number of cached tokens.", double(e.kv.prefix_hits));
   counter("generation_tokens_total", "Number of generation tokens processed.",
           generation_tokens.value());
   header(out, prefix + "request_success_total", "counter", "Count of finished requests by reason.");

@@ -10,6 +10,8 @@
 //   vtllm:kv_cache_blocks_used, vtllm:kv_cache_blocks_total        gauges (leaks show here)
 //   vtllm:state_slots_used, vtllm:num_preemptions_total
 //   vtllm:prompt_tokens_total, vtllm:generation_tokens_total       counters
+//   vtllm:prefix_cache_queries_total, vtllm:prefix_cache_hits_total counters, in tokens:
+//     every admitted request's tokens, and those of them found in the prefix cache
 //   vtllm:request_success_total{finished_reason=stop|length|abort} counter
 //   vtllm:time_to_first_token_seconds, vtllm:inter_token_latency_seconds,
 //   vtllm:e2e_request_latency_seconds,

@@ -21,7 +21,7 @@ json usage_json(const Usage& u) {
   json j = {{"prompt_tokens", u.prompt_tokens},
             {"completion_tokens", u.completion_tokens},
             {"total_tokens", u.prompt_tokens + u.completion_tokens}};
-  if (u.cached_tokens > 0) j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
+  j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
   return j;
 }
 

@@ -44,8 +44,10 @@ TEST(Response, CompletionCarriesChoicesUsageAndLegacyLogprobs) {
   EXPECT_EQ(c["logprobs"]["top_logprobs"][1], json({{" there", -9999.0}}));
   // Offsets continue from text_offset: 5, then 5 + len("hi").
   EXPECT_EQ(c["logprobs"]["text_offset"], json({5, 7}));
-  EXPECT_EQ(j["usage"],
-            json({{"prompt_tokens", 7}, {"completion_tokens", 2}, {"total_tokens", 9}}));
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 7},
+                              {"completion_tokens", 2},
+                              {"total_tokens", 9},
+                              {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
 }
 
 // vLLM's prompt_logprobs: null first, then {"<id>": {logprob, rank, decoded_token}} in

@@ -95,6 +95,8 @@ struct TestServerOptions {
   // what the fake refuses (prompt logprob rows). step_time does not apply.
   bool real_model = false;
   SamplingDefaults sampling_defaults;  // as --generation-config would set them
+  // With real_model: GDN state snapshots (hybrid prefix caching; 0 leaves it off).
+  int32_t num_state_snapshots = 0;
   // Overrides of the HTTP defaults (limits and timeouts included); the host,
   // port, key and body limit above are set over it.
   HttpServerConfig http;
@@ -116,6 +118,7 @@ class TestServer {
     std::unique_ptr<engine::ModelExecutor> model;
     if (o.real_model) {
       ec.kv_cache.num_state_slots = o.max_num_seqs;
+      ec.kv_cache.num_state_snapshots = o.num_state_snapshots;
       model = engine::ModelRunner::load(tiny_model_dir(), ec.kv_cache);
     } else {
       model = std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time);

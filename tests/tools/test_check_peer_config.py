@@ -134,6 +134,23 @@ class Mutations(unittest.TestCase):
     def test_continuous_batching_turned_off(self):
         self.expect_one(LLAMA, "      -cb \\\n", "      -cb -nocb \\\n", r"exec .*llama-server", ["-nocb"])
 
+    # llama-server: prompt caching for hybrid models.
+    def test_prompt_cache_turned_off(self):
+        self.expect_one(LLAMA, "      --cache-prompt \\\n", "      --no-cache-prompt \\\n",
+                        r"exec .*llama-server", ["--no-cache-prompt"])
+
+    def test_no_context_checkpoints(self):
+        self.expect_one(LLAMA, "--ctx-checkpoints 32", "--ctx-checkpoints 0", r"exec .*llama-server",
+                        ["--ctx-checkpoints 0"])
+
+    def test_no_host_prompt_cache(self):
+        self.expect_one(LLAMA, "--cache-ram 32768", "--cache-ram 0", r"exec .*llama-server",
+                        ["--cache-ram 0"])
+
+    def test_checkpoints_without_their_spacing(self):
+        self.expect_one(LLAMA, '      --checkpoint-min-step "$checkpoint_min_step" \\\n', "",
+                        r"exec .*llama-server", ["--checkpoint-min-step"])
+
     # transformers.
     def test_removing_bf16(self):
         self.expect_one(RUN, "        --dtype bfloat16\n", "", r"python3 .*transformers_server\.py",

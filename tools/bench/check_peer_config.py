@@ -8,7 +8,12 @@ own docs recommend for serving:
   llama-server   -ngl 999 (or all): every layer on the GPU; -fa on: flash attention;
                  --parallel >= the workload's concurrency; -cb: continuous batching
                  (stated even where it is the default); -c >= parallel x (input + output):
-                 each slot holds its request's prompt and output.
+                 each slot holds its request's prompt and output. Prompt caching stays
+                 on (no --no-cache-prompt, --cache-ram 0 or --ctx-checkpoints 0: a hybrid
+                 model reuses a prefix only through context checkpoints of its recurrent
+                 state), and a launch that states --ctx-checkpoints also states
+                 --checkpoint-min-step (its 8192-token default leaves multi-turn traffic of
+                 short turns without checkpoints).
   llama-bench, llama-batched-bench
                  -ngl 999 and -fa on.
   transformers_server.py
@@ -52,6 +57,11 @@ ALIASES = {
     "-c": "ctx", "--ctx-size": "ctx",
     "--dtype": "dtype", "--attn-implementation": "attn", "--max-batch-size": "max_batch",
     "--engine": "engine",
+    "-ctxcp": "ctx_checkpoints", "--ctx-checkpoints": "ctx_checkpoints",
+    "--swa-checkpoints": "ctx_checkpoints",
+    "-cms": "checkpoint_min_step", "--checkpoint-min-step": "checkpoint_min_step",
+    "-cram": "cache_ram", "--cache-ram": "cache_ram",
+    "--cache-prompt": "cache_prompt", "--no-cache-prompt": "no_cache_prompt",
 }
 
 
@@ -75,7 +85,7 @@ def parse_flags(args):
             else:
                 nxt = args[i + 1] if i + 1 < len(args) else None
                 takes_value = nxt is not None and (not nxt.startswith("-") or re.fullmatch(r"-\d+", nxt))
-                if ALIASES.get(a) in ("cb", "nocb"):
+                if ALIASES.get(a) in ("cb", "nocb", "cache_prompt", "no_cache_prompt"):
                     takes_value = False  # boolean switches
                 flags[ALIASES.get(a, a)] = nxt if takes_value else True
                 i += 1 if takes_value else 0
@@ -351,6 +361,27 @@ def check_llama(launch, workloads):
                       "a context of parallel x (input + output) so every slot fits its request")
     else:
         check_numeric(launch, "ctx", "-c", workloads, lambda b: None, "a context that fits the workload")
+    check_prompt_cache(launch, workloads)
+
+
+def check_prompt_cache(launch, workloads):
+    f = launch.flags
+    if "no_cache_prompt" in f:
+        launch.violations.append("llama-server launch turns prompt caching off (--no-cache-prompt)")
+    for key, flag, what in (("cache_ram", "--cache-ram", "the host prompt cache"),
+                            ("ctx_checkpoints", "--ctx-checkpoints", "recurrent-state checkpoints")):
+        if key not in f:
+            continue
+        for b, v in value_for(launch, key, workloads):
+            if v is None:
+                launch.violations.append(f"llama-server launch: cannot evaluate {flag} '{f[key]}' ({what})")
+                break
+            if v == 0:
+                launch.violations.append(f"llama-server launch: {flag} 0 turns {what} off")
+                break
+    if "ctx_checkpoints" in f and "checkpoint_min_step" not in f:
+        launch.violations.append("llama-server launch states --ctx-checkpoints without --checkpoint-min-step "
+                                 "(the 8192-token default spacing leaves short turns without checkpoints)")
 
 
 def check_transformers(launch, workloads):

@@ -14,6 +14,17 @@
 #       JSON per concurrency level, the server log, and a .meta.json with the peak GPU
 #       memory (nvidia-smi, sampled every 200 ms while the server lives), the server's own
 #       report and the exact commands.
+#   tools/bench/run_peers.sh multi-turn --vtllm PATH [--peers "vtllm llama.cpp"]
+#                                [--patterns "append rewrite system"] [--conversations 32]
+#                                [--turns 8] [--user-len 256] [--output-len 128]
+#                                [--system-len 2048] [--commit SHA]
+#       prefix caching (issue 25): for each peer and pattern, a fresh server and one
+#       `vtllm bench serve --multi-turn` run (append: each turn carries the previous
+#       answer; rewrite: other ids in its place; system: append behind a shared system
+#       prefix of --system-len tokens). Slots = conversations, so every conversation stays
+#       resident; llama.cpp runs llama_cpp.sh serve-multi-turn (its prompt cache and
+#       recurrent-state checkpoints). The answer ids come back through each server's
+#       /tokenize (vtllm, llama.cpp's form for llama.cpp). Results: $out/mt-PEER-PATTERN.json.
 #
 # Every peer launch below is checked by tools/bench/check_peer_config.py.
 set -euo pipefail
@@ -28,6 +39,7 @@ mode=${1:-}
 [ -n "$mode" ] && shift
 work=/tmp/vtllm-bench llama_src="" tokenizer_dir="" vtllm="" peers="vtllm llama.cpp transformers"
 num_prompts=0 commit="" out=""
+patterns="append rewrite system" conversations=32 turns=8 user_len=256 mt_output_len=128 system_len=2048
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) work=$2; shift 2 ;;
@@ -39,6 +51,12 @@ while [ $# -gt 0 ]; do
     --num-prompts) num_prompts=$2; shift 2 ;;
     --commit) commit=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --patterns) patterns=$2; shift 2 ;;
+    --conversations) conversations=$2; shift 2 ;;
+    --turns) turns=$2; shift 2 ;;
+    --user-len) user_len=$2; shift 2 ;;
+    --output-len) mt_output_len=$2; shift 2 ;;
+    --system-len) system_len=$2; shift 2 ;;
     *) echo "run_peers.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -161,8 +179,47 @@ PY
   return 0
 }
 
+run_multi_turn() {  # PEER PATTERN
+  local peer=$1 pattern=$2 sys=0 mt_mode=append
+  [ "$pattern" = system ] && sys=$system_len
+  [ "$pattern" = rewrite ] && mt_mode=rewrite
+  # A conversation's longest prompt: the prefix, every user turn and all answers but the last.
+  local longest=$(( sys + turns * user_len + (turns - 1) * mt_output_len ))
+  local tag="mt-$peer-$pattern" log=$out/mt-$peer-$pattern.server.log answer_ids=tokenize
+  echo "=== $tag: $conversations conversations x $turns turns"
+  if [ "$peer" = llama.cpp ]; then
+    port=8080 answer_ids=tokenize-llama
+    server_cmd=("$peers_dir/llama_cpp.sh" serve-multi-turn "$gguf" "$conversations" "$longest"
+      "$mt_output_len" "$port")
+  else
+    server_command "$peer" "$longest" "$mt_output_len" "$conversations"
+  fi
+  "${server_cmd[@]}" > "$log" 2>&1 &
+  local server_pid=$! rc=0
+  if wait_healthy "$port" "$server_pid" 1200; then
+    "$vtllm" bench serve --multi-turn --base-url "http://127.0.0.1:$port" --model "$peer" \
+      --conversations "$conversations" --turns "$turns" --user-len "$user_len" \
+      --output-len "$mt_output_len" --system-len "$sys" --multi-turn-mode "$mt_mode" \
+      --answer-ids "$answer_ids" --json "$out/$tag.json" || rc=$?
+  else
+    rc=1
+    tail -n 30 "$log"
+  fi
+  kill "$server_pid" 2> /dev/null || true
+  wait "$server_pid" 2> /dev/null || true
+  echo "$tag: client exit $rc; server: ${server_cmd[*]}"
+}
+
 case "$mode" in
   prepare) prepare ;;
+  multi-turn)
+    [ -x "$vtllm" ] || { echo "multi-turn needs --vtllm PATH (the built vtllm binary)" >&2; exit 2; }
+    mkdir -p "$out"
+    for peer in $peers; do
+      [ "$peer" = transformers ] && continue  # no prefix cache across requests
+      for p in $patterns; do run_multi_turn "$peer" "$p"; done
+    done
+    ;;
   run)
     [ -x "$vtllm" ] || { echo "run needs --vtllm PATH (the built vtllm binary)" >&2; exit 2; }
     mkdir -p "$out"
@@ -171,5 +228,5 @@ case "$mode" in
       for w in "${workloads[@]}"; do run_one "$peer" "$w"; done
     done
     ;;
-  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

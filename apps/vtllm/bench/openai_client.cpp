@@ -60,7 +60,34 @@ std::string CompletionClient::request_body(const Prompt& prompt) const {
   j["stream"] = true;
   j["stream_options"] = {{"include_usage", true}};
   if (params_.ignore_eos) j["ignore_eos"] = true;
+  const nlohmann::ordered_json extra = nlohmann::ordered_json::parse(params_.extra_body);
+  for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   return j.dump();
+}
+
+std::vector<int32_t> CompletionClient::tokenize(const std::string& text, bool llama) {
+  nlohmann::json body;
+  if (llama) {
+    body["content"] = text;
+  } else {
+    body["prompt"] = text;
+    body["add_special_tokens"] = false;
+  }
+  if (!params_.model.empty() && !llama) body["model"] = params_.model;
+  httplib::Headers headers;
+  if (!params_.api_key.empty()) headers.emplace("Authorization", "Bearer " + params_.api_key);
+  auto r = impl_->http.Post("/tokenize", headers, body.dump(), "application/json");
+  VT_CHECK(r, "POST /tokenize failed: ", httplib::to_string(r.error()));
+  VT_CHECK(r->status == 200, "POST /tokenize: HTTP ", r->status, ": ", r->body.substr(0, 300));
+  const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  VT_CHECK(!j.is_discarded() && j.contains("tokens") && j["tokens"].is_array(),
+           "POST /tokenize: no \"tokens\" list in ", r->body.substr(0, 300));
+  std::vector<int32_t> ids;
+  for (const auto& t : j["tokens"]) {
+    // llama.cpp with with_pieces answers objects; plain ids otherwise.
+    ids.push_back(t.is_object() ? t["id"].get<int32_t>() : t.get<int32_t>());
+  }
+  return ids;
 }
 
 RequestTiming CompletionClient::run(const Prompt& prompt) {
@@ -99,6 +126,27 @@ RequestTiming CompletionClient::run(const Prompt& prompt) {
         usage_completion = c->get<int64_t>();
       if (auto p = u->find("prompt_tokens"); p != u->end() && p->is_number_integer())
         usage_prompt = p->get<int64_t>();
+      if (auto d = u->find("prompt_tokens_details"); d != u->end() && d->is_object())
+        if (auto c = d->find("cached_tokens"); c != d->end() && c->is_number_integer())
+          t.cached_tokens = c->get<int64_t>();
+    }
+    if (auto tm = j.find("timings"); tm != j.end() && tm->is_object() && t.cached_tokens < 0)
+      if (auto c = tm->find("cache_n"); c != tm->end() && c->is_number_integer())
+        t.cached_tokens = c->get<int64_t>();
+    if (params_.keep_output) {
+      // llama.cpp (return_tokens): the chunk's ids at the top level or in the choice.
+      auto take = [&](const nlohmann::json& obj, const char* key) {
+        if (auto v = obj.find(key); v != obj.end() && v->is_array())
+          for (const auto& id : *v)
+            if (id.is_number_integer()) t.token_ids.push_back(id.get<int32_t>());
+      };
+      take(j, "tokens");
+      if (auto ch = j.find("choices"); ch != j.end() && ch->is_array() && !ch->empty()) {
+        take((*ch)[0], "token_ids");  // vLLM return_token_ids
+        take((*ch)[0], "tokens");
+        if (auto tx = (*ch)[0].find("text"); tx != (*ch)[0].end() && tx->is_string())
+          t.text += tx->get<std::string>();
+      }
     }
     auto ch = j.find("choices");
     if (ch == j.end() || !ch->is_array() || ch->empty()) return;

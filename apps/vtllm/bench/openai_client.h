@@ -9,6 +9,8 @@
 // completes). A closing chunk with only a finish_reason, and a usage-only chunk, are not
 // token events. Output tokens are usage.completion_tokens when the server reports it
 // (exact even when one chunk carries several tokens), else the number of token events.
+// Cached prompt tokens are usage.prompt_tokens_details.cached_tokens (OpenAI, vLLM,
+// vtllm) or the final chunk's timings.cache_n (llama.cpp).
 //
 // Thread-compatible: one client per thread; it keeps its connection alive between requests.
 #pragma once
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/stats.h"
 #include "bench/workload.h"
@@ -30,6 +33,9 @@ struct CompletionParams {
   bool ignore_eos = true;   // vLLM and llama.cpp extension: generate exactly max_tokens
   std::string api_key;      // sent as a bearer token when not empty
   double timeout_s = 1800;  // read timeout per request
+  // Fields merged into every request body (a JSON object, e.g. {"return_token_ids": true}).
+  std::string extra_body = "{}";
+  bool keep_output = false;  // fill RequestTiming::text and token_ids
 };
 
 class CompletionClient {
@@ -45,6 +51,10 @@ class CompletionClient {
 
   // The JSON body sent for `prompt` (exposed for tests and for --dry-run).
   std::string request_body(const Prompt& prompt) const;
+
+  // POSTs {"prompt": text, "add_special_tokens": false} (vLLM, vtllm) or, with
+  // `llama`, {"content": text} (llama.cpp) to /tokenize; throws vtllm::Error on failure.
+  std::vector<int32_t> tokenize(const std::string& text, bool llama);
 
  private:
   struct Impl;

@@ -24,6 +24,12 @@ struct RequestTiming {
   double e2e_s = 0;
   int64_t prompt_tokens = 0;  // from the server's usage when given, else what was sent
   int64_t output_tokens = 0;  // usage.completion_tokens when given, else token events
+  // usage.prompt_tokens_details.cached_tokens, or llama.cpp's timings.cache_n; -1: not given.
+  int64_t cached_tokens = -1;
+  // Kept only when CompletionParams::keep_output: the streamed text, and the output ids
+  // when the server sends them (vLLM's choices[].token_ids, llama.cpp's "tokens").
+  std::string text;
+  std::vector<int32_t> token_ids;
 };
 
 struct Distribution {

@@ -11,12 +11,22 @@
 #       run llama-server in the foreground: every layer on the GPU, flash attention on,
 #       one slot per concurrent client, continuous batching, a context that holds every
 #       slot's prompt and output. LLAMA_BUILD (default /tmp/llama.cpp-build) names the build.
+#       Prompt caching as llama.cpp documents it for hybrid models: the prompt cache on
+#       (--cache-prompt), context checkpoints of the recurrent state (--ctx-checkpoints
+#       32, its default count) and a host-RAM prompt cache for idle slots (--cache-ram,
+#       MiB). --cache-reuse (KV shifting) and --swa-full do not apply: a GDN state cannot
+#       be shifted, and Qwen3.5 has no sliding-window attention.
+#   llama_cpp.sh serve-multi-turn GGUF MAX_CONCURRENCY INPUT_LEN OUTPUT_LEN PORT
+#       as serve for multi-turn traffic (INPUT_LEN: a conversation's longest prompt), with
+#       a checkpoint at every prompt's end (--checkpoint-min-step 0): the default 8192-token
+#       spacing leaves turns of a few hundred tokens without one, so a rewritten history
+#       would re-prefill in full.
 #
 # tools/bench/check_peer_config.py reads the llama-server line below and fails when a
 # production setting is missing; keep its flags explicit even where they are defaults.
 set -euo pipefail
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 cmd=${1:-}
 case "$cmd" in
@@ -38,17 +48,24 @@ case "$cmd" in
     PYTHONPATH="$src/gguf-py${PYTHONPATH:+:$PYTHONPATH}" \
       python3 "$src/convert_hf_to_gguf.py" "$hf_dir" --outfile "$out" --outtype bf16 --no-mtp
     ;;
-  serve)
+  serve|serve-multi-turn)
     [ $# -eq 6 ] || usage
     gguf=$2 max_concurrency=$3 input_len=$4 output_len=$5 port=$6
     bin=${LLAMA_BUILD:-/tmp/llama.cpp-build}/bin
     # Each slot holds one request's prompt and output; 256 tokens of headroom per slot.
     ctx=$(( max_concurrency * (input_len + output_len + 256) ))
+    # llama.cpp's default spacing, stated; multi-turn: a checkpoint at every prompt's end.
+    checkpoint_min_step=8192
+    [ "$cmd" = serve ] || checkpoint_min_step=0
     exec "$bin/llama-server" -m "$gguf" --host 127.0.0.1 --port "$port" \
       -ngl 999 \
       -fa on \
       --parallel "$max_concurrency" \
       -cb \
+      --cache-prompt \
+      --ctx-checkpoints 32 \
+      --checkpoint-min-step "$checkpoint_min_step" \
+      --cache-ram 32768 \
       -c "$ctx"
     ;;
   *)

@@ -1,0 +1,239 @@
+// Hybrid prefix caching through GDN state snapshots, on the fake model (whose
+// "state" is a running hash of every token a slot consumed, so a restored
+// snapshot from the wrong position or prefix changes the sampled tokens): each
+// warm run (an engine that served earlier turns) must sample exactly what a cold
+// engine samples for the same prompt, and must reuse the expected tokens.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "base/error.h"
+#include "engine/kv_cache_manager.h"
+#include "engine/llm_engine.h"
+#include "fake_model.h"
+
+namespace vtllm::engine {
+namespace {
+
+using testing::FakeModel;
+constexpr int64_t kVocab = 64;
+constexpr int kBlockSize = 4;
+
+EngineConfig hybrid_config(int64_t budget = 64, int64_t stride = 0) {
+  EngineConfig c;
+  c.scheduler.max_num_batched_tokens = budget;
+  c.scheduler.max_num_seqs = 4;
+  c.scheduler.max_model_len = 160;
+  c.kv_cache.block_size = kBlockSize;
+  c.kv_cache.num_blocks = 200;
+  c.kv_cache.num_state_slots = 4;
+  c.kv_cache.num_state_snapshots = 8;
+  c.kv_cache.snapshot_stride = stride;
+  c.sampler.seed = 7;
+  c.eos_token_ids = {0};
+  return c;
+}
+
+std::vector<int32_t> random_tokens(std::mt19937& rng, int n) {
+  std::vector<int32_t> p(n);
+  for (auto& t : p) t = 1 + static_cast<int32_t>(rng() % (kVocab - 1));
+  return p;
+}
+
+std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+SamplingParams greedy(int64_t max_tokens, bool ignore_eos = true) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.ignore_eos = ignore_eos;
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+struct Turn {
+  std::vector<int32_t> tokens;
+  int64_t cached = -1;
+  int64_t computed = 0;  // tokens the model ran for this request
+};
+
+// One engine serving requests one after another (each to completion).
+class Session {
+ public:
+  explicit Session(const EngineConfig& config) {
+    auto model = std::make_unique<FakeModel>(
+        kVocab, config.kv_cache.num_blocks, kBlockSize,
+        config.kv_cache.num_state_slots + config.kv_cache.num_state_snapshots);
+    model_ = model.get();
+    engine_ = std::make_unique<LlmEngine>(config, std::move(model));
+  }
+  Turn serve(const std::vector<int32_t>& prompt, int64_t max_tokens, bool ignore_eos = true) {
+    const int64_t before = model_->tokens_computed();
+    engine_->add_request("r" + std::to_string(next_++), prompt, greedy(max_tokens, ignore_eos));
+    Turn t;
+    while (engine_->has_unfinished())
+      for (const EngineOutput& o : engine_->step()) {
+        t.tokens.insert(t.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+        if (o.finished) t.cached = o.num_cached_tokens;
+      }
+    t.computed = model_->tokens_computed() - before;
+    const SchedulerStats st = engine_->stats();
+    EXPECT_EQ(st.kv.num_free_blocks, st.kv.num_blocks);
+    EXPECT_EQ(st.kv.num_free_state_slots, st.kv.num_state_slots);
+    return t;
+  }
+  SchedulerStats stats() const { return engine_->stats(); }
+
+ private:
+  FakeModel* model_ = nullptr;
+  std::unique_ptr<LlmEngine> engine_;
+  int next_ = 0;
+};
+
+Turn cold(const std::vector<int32_t>& prompt, int64_t max_tokens, int64_t budget = 64,
+          bool ignore_eos = true) {
+  EngineConfig c = hybrid_config(budget);
+  c.kv_cache.enable_prefix_caching = false;
+  return Session(c).serve(prompt, max_tokens, ignore_eos);
+}
+
+int64_t floor_block(int64_t n) { return n / kBlockSize * kBlockSize; }
+
+// Length-only requests (ignore_eos) snapshot once past the prompt, at their last
+// boundary; those that may stop at eos at every boundary: both leave that one.
+class NextTurn : public ::testing::TestWithParam<bool> {};
+
+TEST_P(NextTurn, HitsTheEndOfThePreviousResponse) {
+  const bool ignore_eos = GetParam();
+  std::mt19937 rng(ignore_eos ? 1 : 11);
+  Session s(hybrid_config());
+  auto history = random_tokens(rng, 30);
+  int64_t expected_hit = 0;
+  for (int turn = 0; turn < 6; ++turn) {
+    const Turn t = s.serve(history, 9, ignore_eos);
+    const Turn ref = cold(history, 9, 64, ignore_eos);
+    EXPECT_EQ(t.tokens, ref.tokens) << "turn " << turn;
+    EXPECT_EQ(t.cached, expected_hit) << "turn " << turn;
+    EXPECT_EQ(t.computed, ref.computed - expected_hit) << "turn " << turn;
+    // The request computed its prompt and all but its last sampled token: its
+    // tail snapshot sits at the last block boundary of those.
+    const int64_t computed = int64_t(history.size() + t.tokens.size()) - 1;
+    expected_hit = floor_block(computed);
+    history = cat(cat(history, t.tokens), random_tokens(rng, 5));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EosOrLength, NextTurn, ::testing::Values(true, false));
+
+TEST(PrefixSnapshot, RewrittenAnswerHitsThePreviousPromptBoundary) {
+  std::mt19937 rng(2);
+  Session s(hybrid_config());
+  auto history = random_tokens(rng, 30);
+  for (int turn = 0; turn < 3; ++turn) {
+    const Turn t = s.serve(history, 7);
+    const Turn ref = cold(history, 7);
+    EXPECT_EQ(t.tokens, ref.tokens) << "turn " << turn;
+    // The answer is replaced by other text: only the prompt's snapshots apply, the
+    // last at its last block boundary (its end when that is one).
+    const int64_t prompt_boundary = floor_block(int64_t(history.size()));
+    history = cat(cat(history, random_tokens(rng, 7)), random_tokens(rng, 4));
+    const Turn next = s.serve(history, 1);
+    EXPECT_EQ(next.cached, prompt_boundary) << "turn " << turn;
+    EXPECT_EQ(next.tokens, cold(history, 1).tokens) << "turn " << turn;
+  }
+}
+
+TEST(PrefixSnapshot, SharedSystemPrefixHitsFromTheThirdConversation) {
+  std::mt19937 rng(3);
+  Session s(hybrid_config());
+  const auto system = random_tokens(rng, 18);  // 4 full blocks, then 2 tokens
+  for (int conv = 0; conv < 4; ++conv) {
+    const auto prompt = cat(system, random_tokens(rng, 7));
+    const Turn t = s.serve(prompt, 5);
+    const Turn ref = cold(prompt, 5);
+    EXPECT_EQ(t.tokens, ref.tokens) << "conversation " << conv;
+    // The second finds the 4 blocks cached without a state there and snapshots
+    // at 16 on its way; later ones hit them.
+    EXPECT_EQ(t.cached, conv < 2 ? 0 : 16) << "conversation " << conv;
+    EXPECT_EQ(t.computed, ref.computed - t.cached);
+  }
+}
+
+TEST(PrefixSnapshot, StrideSnapshotsLetADivergingPromptHit) {
+  std::mt19937 rng(4);
+  // Budget 20, stride 8: the first chunk of a 40-token prompt ends at 16 (the
+  // furthest stride point it passes), the next at the prompt boundary 36.
+  const EngineConfig c = hybrid_config(20, 8);
+  Session s(c);
+  const auto shared = random_tokens(rng, 18);
+  const auto a = cat(shared, random_tokens(rng, 22));
+  EXPECT_EQ(s.serve(a, 3).tokens, cold(a, 3, 20).tokens);
+  const auto b = cat(shared, random_tokens(rng, 9));
+  const Turn t = s.serve(b, 3);
+  EXPECT_EQ(t.cached, 16);
+  EXPECT_EQ(t.tokens, cold(b, 3, 20).tokens);
+}
+
+TEST(PrefixSnapshot, AWrongSnapshotIsNeverPicked) {
+  std::mt19937 rng(5);
+  Session s(hybrid_config());
+  // Equal first and last blocks, different middle: the last blocks' chained
+  // hashes differ, so b may not restore a's state at 12 (nor any other).
+  const auto head = random_tokens(rng, 4), tail = random_tokens(rng, 4);
+  const auto a = cat(cat(cat(head, random_tokens(rng, 4)), tail), {5});
+  const auto b = cat(cat(cat(head, random_tokens(rng, 4)), tail), {5});
+  ASSERT_NE(a, b);
+  EXPECT_EQ(s.serve(a, 6).tokens, cold(a, 6).tokens);
+  const Turn t = s.serve(b, 6);
+  EXPECT_EQ(t.cached, 0);
+  EXPECT_EQ(t.tokens, cold(b, 6).tokens);
+  // Same tokens as a but after a different first block: no hit either.
+  auto c = a;
+  const auto other = random_tokens(rng, 4);
+  std::copy(other.begin(), other.end(), c.begin());
+  const Turn tc = s.serve(c, 6);
+  EXPECT_EQ(tc.cached, 0);
+  EXPECT_EQ(tc.tokens, cold(c, 6).tokens);
+}
+
+TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
+  KvCacheConfig c;
+  c.block_size = 4;
+  c.num_blocks = 40;
+  c.num_state_slots = 2;
+  c.num_state_snapshots = 4;
+  c.snapshot_stride = 8;
+  KvCacheManager kv(c);
+  std::vector<int32_t> p(30);
+  for (int i = 0; i < 30; ++i) p[i] = 1 + i;
+  Request r("r", p, {});
+  EXPECT_EQ(kv.prefill_boundary(r), 28);
+  EXPECT_EQ(kv.prefill_chunk(r, 0, 30), 28);   // the boundary
+  EXPECT_EQ(kv.prefill_chunk(r, 0, 27), 24);   // the furthest stride multiple passed
+  EXPECT_EQ(kv.prefill_chunk(r, 0, 7), 7);     // passes none
+  EXPECT_EQ(kv.prefill_chunk(r, 17, 13), 11);  // 17 -> 28
+  EXPECT_EQ(kv.prefill_chunk(r, 28, 2), 2);    // past the boundary: uncut
+  // Where a cached chain without a snapshot ends comes before the stride.
+  c.snapshot_stride = 12;
+  c.num_state_snapshots = 4;
+  KvCacheManager shared(c);
+  Request first("first", p, {});
+  ASSERT_TRUE(shared.allocate_slots(first, 30));  // caches 7 blocks, no snapshot yet
+  auto q = p;
+  q[17] = 99;  // shares 4 blocks (16 tokens) with `first`
+  Request second("second", q, {});
+  const PrefixHit hit = shared.get_computed_blocks(second);
+  EXPECT_EQ(hit.num_tokens, 0);
+  EXPECT_EQ(hit.num_shared_tokens, 16);
+  EXPECT_EQ(shared.prefill_chunk(second, 0, 16), 16);  // not 12
+  EXPECT_EQ(shared.prefill_chunk(second, 0, 30), 16);
+  EXPECT_EQ(shared.prefill_chunk(second, 16, 14), 12);  // then the prompt boundary, 28
+  c.snapshot_stride = 6;
+  EXPECT_THROW(KvCacheManager bad(c), Error);
+}
+
+}  // namespace
+}  // namespace vtllm::engine
