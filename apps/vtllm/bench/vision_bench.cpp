@@ -59,7 +59,7 @@ void run_vision_bench(const VisionBenchConfig& c) {
     VT_REQUIRE(b > 0, "--images: ", b, " is not positive");
     const int64_t rows = int64_t(b) * grid * grid;
     vt::Tensor host = vt::Tensor::empty({rows, tower->patch_dim()}, vt::DType::kF32);
-    float* p = static_cast<float*>(host.data());
+    float* p = host.data<float>();
     for (int64_t k = 0; k < host.numel(); ++k) p[k] = u(rng);
     const vt::Tensor pixels = vt::to_device(s, host, c.device);
     const std::vector<models::VisionGrid> grids(size_t(b), models::VisionGrid{1, grid, grid});

@@ -232,9 +232,14 @@ vt::Tensor Qwen3_5VisionTower::encode(vt::Stream& s, const vt::Tensor& pixel_val
   const vt::Tensor cu_seqlens = host_tensor(cu, {int64_t(cu.size())});
 
   // Patch embedding on the pixels rounded to dt, plus the interpolated position embedding.
-  vt::Tensor pixels = pixel_values.device() == device_
-                          ? pixel_values
-                          : vt::to_device(s, vt::contiguous(s, pixel_values), device_);
+  vt::Tensor pixels = pixel_values;
+  if (pixels.device() != device_) {
+    if (!pixels.is_contiguous()) {
+      vt::Stream host;  // a strided host tensor is packed on the host first
+      pixels = vt::contiguous(host, pixels);
+    }
+    pixels = vt::to_device(s, pixels, device_);
+  }
   const vt::Tensor x = vt::to_dtype(s, pixels, dtype_);
   vt::Tensor h = vt::Tensor::empty({n, v.hidden_size}, dtype_, device_);
   vt::linear(s, x, params_.patch_weight, h, params_.patch_bias);

@@ -118,7 +118,7 @@ void check_route(Streams& s, int64_t T, int64_t E, int64_t k, DType logit_dt, DT
   Tensor ids = cudatest::poisoned_gpu(s, {T, k}, DType::kI32);
   Tensor w = cudatest::poisoned_gpu(s, {T, k}, w_dt);
   moe_route(s.gpu, l, k, ids, w);
-  Tensor cpu_l = s.down(l);
+  Tensor cpu_l = s.down(vt::contiguous(s.gpu, l));  // device-to-host copies take dense tensors
   Tensor cpu_ids = Tensor::empty({T, k}, DType::kI32);
   Tensor cpu_w = Tensor::empty({T, k}, w_dt);
   moe_route(s.cpu, cpu_l, k, cpu_ids, cpu_w);
@@ -440,10 +440,13 @@ TEST(CudaMoeExperts, Bf16RandomMatchesReference) {
         Tensor gt = Tensor::empty({int64_t(got.size())}, DType::kF32);
         std::copy(want.begin(), want.end(), wt.data<float>());
         std::copy(got.begin(), got.end(), gt.data<float>());
-        cudatest::expect_close(s, wt, gt, cudatest::kBf16ChainRel, 1.0 / 128,
+        // A bf16 rounding of gu or hid that flips under another f32 summation order moves
+        // d by several ulps at the rms scale (the H200 showed 1/93 of rms on 1 element in
+        // 76800): abs 1/64 of rms. The exact tests above hold the rounding points exactly.
+        cudatest::expect_close(s, wt, gt, cudatest::kBf16ChainRel, 1.0 / 64,
                                shape_name(p) + (skewed ? " skewed" : ""));
         cudatest::expect_close(s, run_experts(s, p, DType::kBF16, true), out,
-                               cudatest::kBf16ChainRel, 1.0 / 128,
+                               cudatest::kBf16ChainRel, 1.0 / 64,
                                shape_name(p) + (skewed ? " skewed" : "") + " vs the CPU arm");
       }
 }
