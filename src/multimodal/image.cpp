@@ -34,6 +34,88 @@ Image make_image(int64_t width, int64_t height) {
   return img;
 }
 
+// ---- EXIF orientation (PIL.ImageOps.exif_transpose, which transformers' load_image applies)
+
+// The Orientation tag (0x0112) of IFD0 in a TIFF-structured EXIF block ("Exif\0\0" prefix
+// allowed); 1 when absent or unreadable.
+int exif_orientation(const uint8_t* p, size_t n) {
+  if (n >= 6 && std::memcmp(p, "Exif\0\0", 6) == 0) p += 6, n -= 6;
+  if (n < 8) return 1;
+  const bool le = p[0] == 'I' && p[1] == 'I';
+  if (!le && !(p[0] == 'M' && p[1] == 'M')) return 1;
+  auto u16 = [&](size_t at) {
+    return le ? uint32_t(p[at] | p[at + 1] << 8) : uint32_t(p[at] << 8 | p[at + 1]);
+  };
+  auto u32 = [&](size_t at) {
+    return le ? u16(at) | u16(at + 2) << 16 : u16(at) << 16 | u16(at + 2);
+  };
+  if (u16(2) != 42) return 1;
+  const size_t ifd = u32(4);
+  if (ifd > n || n - ifd < 2) return 1;
+  const size_t count = u16(ifd);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t e = ifd + 2 + 12 * i;
+    if (e + 12 > n) return 1;
+    if (u16(e) != 0x0112) continue;
+    const uint32_t type = u16(e + 2);
+    if (type == 3) return int(u16(e + 8));  // SHORT
+    if (type == 4) return int(u32(e + 8));  // LONG
+    return 1;
+  }
+  return 1;
+}
+
+// `img` transposed as PIL's exif_transpose does for `orientation` (2..8; others: unchanged).
+Image orient(Image img, int orientation) {
+  if (orientation < 2 || orientation > 8) return img;
+  const int64_t w = img.width, h = img.height;
+  const bool swap = orientation >= 5;
+  Image out = make_image(swap ? h : w, swap ? w : h);
+  for (int64_t y = 0; y < out.height; ++y)
+    for (int64_t x = 0; x < out.width; ++x) {
+      int64_t sx = x, sy = y;
+      switch (orientation) {
+        case 2:
+          sx = w - 1 - x;
+          break;  // FLIP_LEFT_RIGHT
+        case 3:
+          sx = w - 1 - x, sy = h - 1 - y;
+          break;  // ROTATE_180
+        case 4:
+          sy = h - 1 - y;
+          break;  // FLIP_TOP_BOTTOM
+        case 5:
+          sx = y, sy = x;
+          break;  // TRANSPOSE
+        case 6:
+          sx = y, sy = h - 1 - x;
+          break;  // ROTATE_270 (90 degrees clockwise)
+        case 7:
+          sx = w - 1 - y, sy = h - 1 - x;
+          break;  // TRANSVERSE
+        case 8:
+          sx = w - 1 - y, sy = x;
+          break;  // ROTATE_90 (counter-clockwise)
+      }
+      std::memcpy(&out.rgb[size_t((y * out.width + x) * 3)], &img.rgb[size_t((sy * w + sx) * 3)],
+                  3);
+    }
+  return out;
+}
+
+// The orientation in a WebP file's EXIF chunk, or 1.
+int webp_orientation(std::span<const uint8_t> b) {
+  size_t at = 12;
+  while (at + 8 <= b.size()) {
+    const size_t len = size_t(b[at + 4]) | size_t(b[at + 5]) << 8 | size_t(b[at + 6]) << 16 |
+                       size_t(b[at + 7]) << 24;
+    if (len > b.size() - at - 8) return 1;
+    if (std::memcmp(&b[at], "EXIF", 4) == 0) return exif_orientation(&b[at + 8], len);
+    at += 8 + len + (len & 1);
+  }
+  return 1;
+}
+
 // ---- PNG --------------------------------------------------------------------------------
 // libpng reports errors by longjmp. The setjmp frame below (png_decode_frame) owns no object
 // with a destructor, so the jump skips nothing; the pixels live in the caller's Image.
@@ -48,6 +130,7 @@ struct PngContext {
   char error[256];
   bool over_limit;
   int64_t width, height;
+  int orientation;
   PngLayout layout;
   std::vector<uint8_t>* rows;  // caller-owned: the decoded rows in `layout`
 };
@@ -77,35 +160,36 @@ bool png_decode_frame(PngContext* ctx, png_structp png, png_infop info) {
   png_uint_32 w = 0, h = 0;
   int bit_depth = 0, color_type = 0, interlace = 0;
   png_get_IHDR(png, info, &w, &h, &bit_depth, &color_type, &interlace, nullptr, nullptr);
+  png_bytep exif = nullptr;
+  png_uint_32 exif_len = 0;
+  if (png_get_eXIf_1(png, info, &exif_len, &exif) != 0 && exif != nullptr)
+    ctx->orientation = exif_orientation(exif, exif_len);
   ctx->width = w;
   ctx->height = h;
   if (int64_t(w) * int64_t(h) > ctx->limits->max_pixels) {
     ctx->over_limit = true;
     return false;
   }
-  int channels = 3;
-  if (color_type == PNG_COLOR_TYPE_PALETTE) {
-    png_set_palette_to_rgb(png);
-    ctx->layout = PngLayout::kRgb8;
-  } else if (color_type == PNG_COLOR_TYPE_GRAY) {
-    if (bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
-    ctx->layout = bit_depth == 16 ? PngLayout::kGray16 : PngLayout::kGray8;
-    channels = 1;
-  } else if (color_type == PNG_COLOR_TYPE_GRAY_ALPHA) {
-    ctx->layout = PngLayout::kGrayAlpha8;
-    channels = 2;
-  } else if (color_type == PNG_COLOR_TYPE_RGB) {
-    ctx->layout = PngLayout::kRgb8;
-  } else {
-    ctx->layout = PngLayout::kRgba8;
-    channels = 4;
-  }
+  if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);  // tRNS becomes alpha
+  if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   // PIL reads 16-bit samples by their high byte (rawmodes "RGB;16B", "LA;16B", ...), except
   // plain 16-bit gray, which it keeps as I;16 and clips when converting.
-  const bool gray16 = ctx->layout == PngLayout::kGray16;
+  const bool gray16 = color_type == PNG_COLOR_TYPE_GRAY && bit_depth == 16;
   if (bit_depth == 16 && !gray16) png_set_strip_16(png);
   const int passes = png_set_interlace_handling(png);
   png_read_update_info(png, info);
+  const int channels = png_get_channels(png, info);
+  if (gray16) {
+    ctx->layout = PngLayout::kGray16;
+  } else if (png_get_bit_depth(png, info) != 8 || channels < 1 || channels > 4) {
+    std::snprintf(ctx->error, sizeof ctx->error, "unexpected decoded layout (%d channels, %d bits)",
+                  channels, int(png_get_bit_depth(png, info)));
+    return false;
+  } else {
+    static constexpr PngLayout kByChannels[] = {PngLayout::kGray8, PngLayout::kGrayAlpha8,
+                                                PngLayout::kRgb8, PngLayout::kRgba8};
+    ctx->layout = kByChannels[channels - 1];
+  }
   const size_t row_bytes = png_get_rowbytes(png, info);
   if (row_bytes != size_t(w) * size_t(channels) * (gray16 ? 2 : 1)) {
     std::snprintf(ctx->error, sizeof ctx->error, "unexpected row size %zu", row_bytes);
@@ -120,7 +204,7 @@ bool png_decode_frame(PngContext* ctx, png_structp png, png_infop info) {
   return true;
 }
 
-Image decode_png(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+Image decode_png(std::span<const uint8_t> bytes, const ImageLimits& limits, int* orientation) {
   // The size sits at a fixed place (IHDR must be the first chunk): refuse a bomb before
   // libpng reads anything else.
   if (bytes.size() >= 24 && std::memcmp(&bytes[12], "IHDR", 4) == 0) {
@@ -161,6 +245,7 @@ Image decode_png(std::span<const uint8_t> bytes, const ImageLimits& limits) {
     fail("PNG", msg);
   }
   check_size("PNG", ctx.width, ctx.height, limits);
+  *orientation = ctx.orientation == 0 ? 1 : ctx.orientation;
   Image img = make_image(ctx.width, ctx.height);
   const size_t n = size_t(img.width * img.height);
   const uint8_t* s = rows.data();
@@ -224,6 +309,7 @@ struct JpegFrame {
   int components = 0;
   bool cmyk = false;
   bool over_limit = false;
+  int orientation = 1;
   std::vector<uint8_t>* pixels = nullptr;  // caller-owned
 };
 
@@ -233,7 +319,14 @@ bool jpeg_decode_frame(jpeg_decompress_struct* cinfo, JpegError* err, jpeg_sourc
   if (setjmp(err->jump)) return false;
   jpeg_create_decompress(cinfo);
   cinfo->src = src;
+  jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xffff);
   jpeg_read_header(cinfo, TRUE);
+  for (jpeg_saved_marker_ptr m = cinfo->marker_list; m != nullptr; m = m->next)
+    if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 &&
+        std::memcmp(m->data, "Exif\0\0", 6) == 0) {
+      frame->orientation = exif_orientation(m->data, m->data_length);
+      break;
+    }
   frame->width = cinfo->image_width;
   frame->height = cinfo->image_height;
   if (frame->width * frame->height > limits->max_pixels || frame->width > kMaxSide ||
@@ -266,7 +359,7 @@ bool jpeg_decode_frame(jpeg_decompress_struct* cinfo, JpegError* err, jpeg_sourc
   return true;
 }
 
-Image decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+Image decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits, int* orientation) {
   jpeg_decompress_struct cinfo{};
   JpegError err{};
   cinfo.err = jpeg_std_error(&err.mgr);
@@ -299,6 +392,7 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits) {
     if (std::strcmp(err.message, "truncated file") == 0) throw MediaError("truncated JPEG file");
     fail("JPEG", err.message);
   }
+  *orientation = frame.orientation;
   Image img = make_image(frame.width, frame.height);
   const size_t n = size_t(img.width * img.height);
   uint8_t* d = img.rgb.data();
@@ -325,7 +419,7 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits) {
 
 // ---- WebP -------------------------------------------------------------------------------
 
-Image decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+Image decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits, int* orientation) {
   WebPBitstreamFeatures features;
   VP8StatusCode st = WebPGetFeatures(bytes.data(), bytes.size(), &features);
   if (st == VP8_STATUS_NOT_ENOUGH_DATA) throw MediaError("truncated WebP file");
@@ -338,6 +432,7 @@ Image decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits) {
   if (WebPDecodeRGBInto(bytes.data(), bytes.size(), img.rgb.data(), img.rgb.size(), stride) ==
       nullptr)
     fail("WebP", "bitstream error or truncated data");
+  *orientation = webp_orientation(bytes);
   return img;
 }
 
@@ -561,26 +656,32 @@ const char* image_format_name(ImageFormat f) {
   return "unknown";
 }
 
-Image decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+Image decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits,
+                   const DecodeOptions& options) {
   if (int64_t(bytes.size()) > limits.max_bytes)
     throw MediaError(str_cat("image file of ", bytes.size(), " bytes exceeds the limit of ",
                              limits.max_bytes, " bytes"));
   if (bytes.empty()) throw MediaError("empty image file");
+  int orientation = 1;
+  Image img;
   switch (sniff_image_format(bytes)) {
     case ImageFormat::kPng:
-      return decode_png(bytes, limits);
+      img = decode_png(bytes, limits, &orientation);
+      break;
     case ImageFormat::kJpeg:
-      return decode_jpeg(bytes, limits);
+      img = decode_jpeg(bytes, limits, &orientation);
+      break;
     case ImageFormat::kWebp:
-      return decode_webp(bytes, limits);
+      img = decode_webp(bytes, limits, &orientation);
+      break;
     case ImageFormat::kGif:
       return decode_gif(bytes, limits);
     case ImageFormat::kBmp:
       return decode_bmp(bytes, limits);
     case ImageFormat::kUnknown:
-      break;
+      throw MediaError("unsupported image format (not PNG, JPEG, WebP, GIF or BMP)");
   }
-  throw MediaError("unsupported image format (not PNG, JPEG, WebP, GIF or BMP)");
+  return options.exif_transpose ? orient(std::move(img), orientation) : img;
 }
 
 }  // namespace vtllm::multimodal

@@ -1,6 +1,7 @@
 // Image decoding: PNG (libpng), JPEG (libjpeg-turbo), WebP (libwebp), GIF first frame (giflib)
 // and BMP to 8-bit RGB, with the pixels PIL's `Image.open(f).convert("RGB")` gives (the
-// libraries PIL links, and PIL's mode conversions). No EXIF orientation is applied.
+// libraries PIL links, and PIL's mode conversions), then by default the EXIF orientation as
+// transformers' `load_image` applies it (PIL.ImageOps.exif_transpose; vLLM's loader does not).
 //
 // Thread-safety: decode_image is pure (no shared state); call it from any thread concurrently.
 #pragma once
@@ -34,6 +35,13 @@ struct ImageLimits {
   int64_t max_bytes = int64_t{1} << 28;   // size of the encoded file
 };
 
+struct DecodeOptions {
+  // Apply the EXIF Orientation tag of JPEG (APP1), PNG (eXIf) and WebP (EXIF chunk) files as
+  // PIL.ImageOps.exif_transpose, which transformers 5.17's load_image calls before
+  // convert("RGB"). Off: pixels as stored (PIL's plain open + convert, and vLLM).
+  bool exif_transpose = true;
+};
+
 enum class ImageFormat { kUnknown, kPng, kJpeg, kWebp, kGif, kBmp };
 
 // The format named by the file's magic bytes (never by a file name).
@@ -45,7 +53,8 @@ const char* image_format_name(ImageFormat f);
 // RGBA/LA drop alpha (no compositing), L/LA replicate gray, palettes are looked up, 16-bit
 // PNG samples keep their high byte (16-bit gray without alpha clips to 255 as PIL's I;16),
 // CMYK/YCCK JPEG is converted with PIL's formula (Adobe-inverted samples), GIF decodes its
-// first frame. Throws MediaError on anything else.
-Image decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits = {});
+// first frame; then EXIF orientation per `options`. Throws MediaError on anything else.
+Image decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits = {},
+                   const DecodeOptions& options = {});
 
 }  // namespace vtllm::multimodal

@@ -318,6 +318,63 @@ TEST(ImageDecode, JpegDecodesAndRefusesBombsAndTruncation) {
   EXPECT_NE(err.find("JPEG"), std::string::npos) << err;
 }
 
+// A JPEG with an EXIF APP1 segment (big-endian TIFF, IFD0 holding Orientation) after SOI.
+Bytes with_orientation(const Bytes& jpg, int orientation) {
+  Bytes app1 = {0xff, 0xe1, 0, 0, 'E', 'x',  'i',  'f', 0, 0, 'M', 'M', 0, 42, 0,
+                0,    0,    8, 0, 1,   0x01, 0x12, 0,   3, 0, 0,   0,   1, 0,  uint8_t(orientation),
+                0,    0,    0, 0, 0,   0};
+  app1[3] = uint8_t(app1.size() - 2);
+  Bytes out = jpg;
+  out.insert(out.begin() + 2, app1.begin(), app1.end());
+  return out;
+}
+
+TEST(ImageDecode, ExifOrientationAsPilExifTranspose) {
+  const int w = 24, h = 16;
+  std::vector<uint8_t> rgb(size_t(w * h * 3));
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = uint8_t(40 + (i * 37) % 170);
+  const Bytes jpg = jpeg_encode(rgb, w, h);
+  const Image plain = decode_image(jpg);
+  // Where output (x, y) reads the stored image, per PIL's Transpose methods.
+  auto source = [&](int o, int64_t x, int64_t y) -> std::pair<int64_t, int64_t> {
+    switch (o) {
+      case 2:
+        return {w - 1 - x, y};
+      case 3:
+        return {w - 1 - x, h - 1 - y};
+      case 4:
+        return {x, h - 1 - y};
+      case 5:
+        return {y, x};
+      case 6:
+        return {y, h - 1 - x};
+      case 7:
+        return {w - 1 - y, h - 1 - x};
+      case 8:
+        return {w - 1 - y, x};
+    }
+    return {x, y};
+  };
+  for (int o = 1; o <= 8; ++o) {
+    SCOPED_TRACE(o);
+    const Bytes b = with_orientation(jpg, o);
+    const Image img = decode_image(b);
+    EXPECT_EQ(decode_image(b, {}, DecodeOptions{.exif_transpose = false}).rgb, plain.rgb);
+    ASSERT_EQ(img.width, o >= 5 ? h : w);
+    ASSERT_EQ(img.height, o >= 5 ? w : h);
+    for (int64_t y = 0; y < img.height; ++y)
+      for (int64_t x = 0; x < img.width; ++x) {
+        auto [sx, sy] = source(o, x, y);
+        for (int c = 0; c < 3; ++c)
+          ASSERT_EQ(img.rgb[size_t((y * img.width + x) * 3 + c)],
+                    plain.rgb[size_t((sy * w + sx) * 3 + c)]);
+      }
+  }
+  // Orientation 6 is 90 degrees clockwise: the stored top-left pixel lands top-right.
+  const Image r6 = decode_image(with_orientation(jpg, 6));
+  EXPECT_EQ(r6.rgb[size_t((r6.width - 1) * 3)], plain.rgb[0]);
+}
+
 TEST(ImageDecode, LimitsAreConfigurable) {
   auto px = pattern(40, 30, 3, 8);
   Bytes png = png_encode(px, 40, 30, PNG_FORMAT_RGB);
