@@ -13,9 +13,8 @@
 
 namespace vtllm::multimodal {
 
-// Hash of arbitrary bytes with a 64-bit seed: four interleaved multiply-xorshift lanes over
-// 8-byte words (several GB/s), folded with splitmix64's finaliser. Fixed forever: values are
-// part of the cache keys' meaning only within one process, but tests pin them.
+// Hash of arbitrary bytes with a 64-bit seed: four interleaved multiply-rotate lanes over
+// 8-byte words (several GB/s), folded with splitmix64's finaliser. Little-endian hosts.
 std::array<uint64_t, 2> hash_bytes128(std::span<const uint8_t> bytes, uint64_t seed);
 
 // Hash of v.kind, the grid (t, h, w), patch_dim and the bytes of v.pixel_values.
