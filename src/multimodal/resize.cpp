@@ -119,25 +119,24 @@ Image resize_bicubic_aa(const Image& src, int64_t out_h, int64_t out_w) {
       src.width >= 1 && src.height >= 1 && int64_t(src.rgb.size()) == src.width * src.height * 3,
       "resize: malformed source image ", src.width, "x", src.height);
   if (out_h == src.height && out_w == src.width) return src;
-  Image cur = src;
+  Image wide;  // after the width pass (only when the width changes)
+  const Image* cur = &src;
   if (out_w != src.width) {
-    Image tmp;
-    tmp.width = out_w;
-    tmp.height = cur.height;
-    tmp.rgb.resize(size_t(out_w * cur.height * 3));
-    horizontal_pass(cur.rgb.data(), cur.height, cur.width, tmp.rgb.data(), out_w,
-                    resize_axis(cur.width, out_w));
-    cur = std::move(tmp);
+    wide.width = out_w;
+    wide.height = src.height;
+    wide.rgb.resize(size_t(out_w * src.height * 3));
+    horizontal_pass(src.rgb.data(), src.height, src.width, wide.rgb.data(), out_w,
+                    resize_axis(src.width, out_w));
+    if (out_h == src.height) return wide;
+    cur = &wide;
   }
-  if (out_h != cur.height) {
-    Image tmp;
-    tmp.width = cur.width;
-    tmp.height = out_h;
-    tmp.rgb.resize(size_t(out_h * cur.width * 3));
-    vertical_pass(cur.rgb.data(), cur.width, tmp.rgb.data(), out_h, resize_axis(cur.height, out_h));
-    cur = std::move(tmp);
-  }
-  return cur;
+  Image out;
+  out.width = cur->width;
+  out.height = out_h;
+  out.rgb.resize(size_t(out_h * cur->width * 3));
+  vertical_pass(cur->rgb.data(), cur->width, out.rgb.data(), out_h,
+                resize_axis(cur->height, out_h));
+  return out;
 }
 
 }  // namespace vtllm::multimodal
