@@ -118,6 +118,17 @@ const Clip kClips[] = {
     {"h264_aac_64x48_10fps.mp4", 64, 48, 10, 10, "h264"},
 };
 
+// Runs f, which must throw MediaError whose message contains `needle`.
+template <class F>
+void expect_media_error(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no MediaError; expected one containing '" << needle << "'";
+  } catch (const MediaError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 TEST(SelfCheck, Sha256MatchesFipsVectors) {
   const std::string abc = "abc";
   EXPECT_EQ(sha256_hex(reinterpret_cast<const uint8_t*>(abc.data()), abc.size()),
@@ -125,6 +136,14 @@ TEST(SelfCheck, Sha256MatchesFipsVectors) {
   const std::string two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
   EXPECT_EQ(sha256_hex(reinterpret_cast<const uint8_t*>(two.data()), two.size()),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST(VideoDecode, WithoutLibavEveryCallNamesTheBuildOption) {
+  if (video_decode_available()) GTEST_SKIP() << "built with libav*";
+  const std::string msg = "video input needs vtllm built with libavformat (VTLLM_VIDEO)";
+  std::vector<uint8_t> bytes = read_clip("h264_64x48_10fps.mp4");
+  expect_media_error([&] { probe_video(bytes); }, msg);
+  expect_media_error([&] { decode_video_frames(bytes, std::vector<int64_t>{0}); }, msg);
 }
 
 TEST(VideoDecode, ProbeReportsTheFramesAndRateTheClipWasMadeWith) {
@@ -211,17 +230,6 @@ TEST(VideoDecode, DecodesTheSameFramesFromManyThreadsAtOnce) {
     ASSERT_EQ(par[t].size(), idx.size());
     for (size_t k = 0; k < idx.size(); ++k)
       EXPECT_EQ(par[t][k].rgb, serial[t % clips.size()][k].rgb) << "thread " << t;
-  }
-}
-
-// Runs f, which must throw MediaError whose message contains `needle`.
-template <class F>
-void expect_media_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no MediaError; expected one containing '" << needle << "'";
-  } catch (const MediaError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
 }
 
