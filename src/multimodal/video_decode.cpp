@@ -294,8 +294,9 @@ VideoInfo scan(Container& c) {
                    " s"));
     if (e != b) info.fps = static_cast<double>(info.total_frames) / info.duration;
   }
-  if (info.fps <= 0) info.fps = rational(st->avg_frame_rate);
-  if (info.fps <= 0) info.fps = rational(st->r_frame_rate);
+  info.stream_fps = rational(st->avg_frame_rate);
+  if (info.stream_fps <= 0) info.stream_fps = rational(st->r_frame_rate);
+  if (info.fps <= 0) info.fps = info.stream_fps;
   if (info.duration <= 0 && info.fps > 0) info.duration = info.total_frames / info.fps;
   return info;
 }
@@ -321,7 +322,7 @@ class RgbConverter {
   Image convert(const AVFrame* f) {
     const int w = f->width, h = f->height;
     auto fmt = static_cast<AVPixelFormat>(f->format);
-    sws_.reset(sws_getCachedContext(sws_.release(), w, h, fmt, w, h, AV_PIX_FMT_RGB24, SWS_BILINEAR,
+    sws_.reset(sws_getCachedContext(sws_.release(), w, h, fmt, w, h, AV_PIX_FMT_RGB24, SWS_BICUBIC,
                                     nullptr, nullptr, nullptr));
     if (!sws_) fail(str_cat("cannot convert pixel format '", pix_fmt_name(fmt), "' to RGB"));
     int *inv_table = nullptr, *table = nullptr;
