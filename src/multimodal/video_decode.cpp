@@ -170,6 +170,10 @@ class Container {
     choose_stream();
   }
 
+  // The I/O context points at input_: never copied or moved.
+  Container(const Container&) = delete;
+  Container& operator=(const Container&) = delete;
+
   AVFormatContext* fmt() const { return fmt_.get(); }
   AVStream* stream() const { return fmt_->streams[stream_index_]; }
   int stream_index() const { return stream_index_; }
