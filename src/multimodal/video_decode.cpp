@@ -5,6 +5,7 @@
 
 #if VTLLM_WITH_VIDEO
 #include <climits>
+#include <cmath>
 #include <memory>
 #include <mutex>
 
@@ -12,6 +13,7 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/dict.h>
+#include <libavutil/display.h>
 #include <libavutil/error.h>
 #include <libavutil/log.h>
 #include <libavutil/mem.h>
@@ -179,6 +181,7 @@ class Container {
   int stream_index() const { return stream_index_; }
   const AVCodec* codec() const { return codec_; }
   const std::string& container() const { return container_; }
+  int quarter_turns() const { return quarter_turns_; }
   const VideoLimits& limits() const { return limits_; }
 
   // Reads the next packet of the chosen stream; false at the end of the input.
@@ -241,6 +244,7 @@ class Container {
     codec_ = dec;
     const AVStream* st = stream();
     check_frame_size(st->codecpar->width, st->codecpar->height, "video stream");
+    quarter_turns_ = display_quarter_turns(st);
     if (st->nb_frames > limits_.max_frames)
       fail(str_cat("video of ", st->nb_frames, " frames exceeds the limit of ", limits_.max_frames,
                    " frames"));
@@ -254,11 +258,34 @@ class Container {
                    " s"));
   }
 
+  // Clockwise quarter turns the stream's display matrix asks for, rounded as the ffmpeg
+  // CLI's autorotate and OpenCV's CAP_PROP_ORIENTATION_AUTO round it; other angles: 0.
+  static int display_quarter_turns(const AVStream* st) {
+    const uint8_t* matrix = nullptr;
+#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 31, 100)
+    const AVPacketSideData* sd = av_packet_side_data_get(
+        st->codecpar->coded_side_data, st->codecpar->nb_coded_side_data, AV_PKT_DATA_DISPLAYMATRIX);
+    if (sd && sd->size >= 9 * 4) matrix = sd->data;
+#else
+    size_t size = 0;
+    const uint8_t* sd = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &size);
+    if (sd && size >= 9 * 4) matrix = sd;
+#endif
+    if (!matrix) return 0;
+    double theta = -std::round(av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix)));
+    if (!std::isfinite(theta)) return 0;
+    theta -= 360 * std::floor(theta / 360 + 0.9 / 360);
+    for (int q = 1; q < 4; ++q)
+      if (std::fabs(theta - 90 * q) < 1) return q;
+    return 0;
+  }
+
   VideoLimits limits_;
   MemoryInput input_;
   std::unique_ptr<AVIOContext, IoDeleter> io_;
   std::unique_ptr<AVFormatContext, FormatDeleter> fmt_;
   int stream_index_ = -1;
+  int quarter_turns_ = 0;
   const AVCodec* codec_ = nullptr;
   std::string container_;
 };
@@ -270,6 +297,7 @@ VideoInfo scan(Container& c) {
   VideoInfo info;
   info.width = st->codecpar->width;
   info.height = st->codecpar->height;
+  if (c.quarter_turns() % 2) std::swap(info.width, info.height);
   info.codec = c.codec()->name;
   info.container = c.container();
   int64_t begin = INT64_MAX, end = INT64_MIN;
@@ -366,6 +394,25 @@ class RgbConverter {
   std::vector<uint8_t> scratch_;
 };
 
+// img turned clockwise by q quarter turns, after the RGB conversion as OpenCV's cv::rotate.
+Image rotate(Image img, int q) {
+  if (q == 0) return img;
+  const int64_t w = img.width, h = img.height;
+  Image out;
+  out.width = q == 2 ? w : h;
+  out.height = q == 2 ? h : w;
+  out.rgb.resize(img.rgb.size());
+  for (int64_t y = 0; y < out.height; ++y)
+    for (int64_t x = 0; x < out.width; ++x) {
+      // Source pixel of output (x, y): clockwise 90: (y, h-1-x); 180: (w-1-x, h-1-y);
+      // 270: (w-1-y, x).
+      int64_t sx = q == 1 ? y : q == 2 ? w - 1 - x : w - 1 - y;
+      int64_t sy = q == 1 ? h - 1 - x : q == 2 ? h - 1 - y : x;
+      std::memcpy(&out.rgb[(y * out.width + x) * 3], &img.rgb[(sy * w + sx) * 3], 3);
+    }
+  return out;
+}
+
 // Decodes c's stream from its current position, keeping the frames at indices.
 std::vector<Image> decode_frames(Container& c, const VideoInfo& info,
                                  std::span<const int64_t> indices) {
@@ -386,6 +433,7 @@ std::vector<Image> decode_frames(Container& c, const VideoInfo& info,
   FramePtr frame(av_frame_alloc());
   if (!frame) fail("out of memory");
   RgbConverter rgb;
+  const int coded_w = c.stream()->codecpar->width, coded_h = c.stream()->codecpar->height;
   int64_t n = 0;  // frames the decoder has returned so far
   size_t k = 0;   // next entry of indices
   bool flushed = false;
@@ -407,14 +455,14 @@ std::vector<Image> decode_frames(Container& c, const VideoInfo& info,
       }
       if (ret < 0)
         fail(str_cat("corrupt ", info.codec, " data at frame ", n, " (", av_error(ret), ")"));
-      if (frame->width != info.width || frame->height != info.height)
+      if (frame->width != coded_w || frame->height != coded_h)
         fail(str_cat("frame ", n, " is ", frame->width, "x", frame->height, " but the stream is ",
-                     info.width, "x", info.height));
+                     coded_w, "x", coded_h));
       while (k < indices.size() && indices[k] == n) {
         if (k > 0 && indices[k - 1] == n)
           out.push_back(out.back());
         else
-          out.push_back(rgb.convert(frame.get()));
+          out.push_back(rotate(rgb.convert(frame.get()), c.quarter_turns()));
         ++k;
       }
       av_frame_unref(frame.get());

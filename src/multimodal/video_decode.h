@@ -12,6 +12,9 @@
 // declares (BT.601 when unspecified, as sws_getCoefficients) and its range (limited unless
 // the frame or its pixel format says full): the conversion of OpenCV's FFmpeg reader and
 // of the ffmpeg CLI, checked pixel-exact against OpenCV 5.0 (FFmpeg 8) on every test clip.
+// A display rotation of a quarter turn (phones' portrait clips) is applied after the
+// conversion, as the ffmpeg CLI's autorotate and OpenCV's CAP_PROP_ORIENTATION_AUTO do:
+// width, height and frames are as displayed.
 //
 // Every function is reentrant: it owns its libav contexts, so different threads may decode
 // different (or the same) bytes at once. libav's own logging is silenced once per process.
@@ -42,7 +45,7 @@ struct VideoLimits {
 
 // What the loader reports about a video (transformers' VideoMetadata).
 struct VideoInfo {
-  int64_t width = 0, height = 0;  // of the decoded frames
+  int64_t width = 0, height = 0;  // of the frames as displayed (after the rotation)
   double fps = 0;                 // frames per second (see above); 0 when the file gives none
   double stream_fps = 0;          // the stream's avg_frame_rate, else r_frame_rate; 0 if neither
   int64_t total_frames = 0;       // > 0

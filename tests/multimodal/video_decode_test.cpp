@@ -117,6 +117,10 @@ const Clip kClips[] = {
     {"mjpeg_64x48_12fps.mov", 64, 48, 18, 12, "mjpeg"},
     {"vp9_odd_67x51_20fps.webm", 67, 51, 20, 20, "vp9"},
     {"h264_aac_64x48_10fps.mp4", 64, 48, 10, 10, "h264"},
+    // The first clip with a display rotation: sizes and pixels as displayed.
+    {"h264_rot90_64x48_10fps.mp4", 48, 64, 20, 10, "h264"},
+    {"h264_rot180_64x48_10fps.mp4", 64, 48, 20, 10, "h264"},
+    {"h264_rot270_64x48_10fps.mp4", 48, 64, 20, 10, "h264"},
 };
 
 // Runs f, which must throw MediaError whose message contains `needle`.
