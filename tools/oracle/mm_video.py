@@ -112,8 +112,8 @@ def describe(video, metadata, seen, backend):
     assert indices == exp, (backend, indices, exp)
     assert video.shape[0] == len(indices), (backend, video.shape, len(indices))
     n, h, w, _ = video.shape
-    if md.height is not None:
-        assert (h, w) == (int(md.height), int(md.width)), (backend, video.shape, md.height, md.width)
+    # Recorded, not asserted: a rotated clip may report its coded size next to turned frames.
+    meta_size = None if md.height is None else [int(md.height), int(md.width)]
     frames = []
     for k in range(n):
         f = video[k]
@@ -130,6 +130,7 @@ def describe(video, metadata, seen, backend):
         "duration": None if md.duration is None else float(md.duration),
         "width": int(w),
         "height": int(h),
+        "metadata_height_width": meta_size,
         "indices": indices,
         "frames": frames,
     }
