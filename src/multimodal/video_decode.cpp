@@ -423,7 +423,7 @@ std::vector<Image> decode_frames(Container& c, const VideoInfo& info,
   if (!dec) fail("out of memory");
   int ret = avcodec_parameters_to_context(dec.get(), c.stream()->codecpar);
   if (ret < 0) fail("bad codec parameters (" + av_error(ret) + ")");
-  dec->thread_count = 1;  // the caller's pool parallelises across videos
+  dec->thread_count = std::max(0, c.limits().decoder_threads);
   dec->max_pixels = std::min<int64_t>(c.limits().max_pixels, INT_MAX);
   dec->pkt_timebase = c.stream()->time_base;
   ret = avcodec_open2(dec.get(), c.codec(), nullptr);

@@ -41,6 +41,9 @@ struct VideoLimits {
   int64_t max_frames = 1 << 20;                 // frames in the stream
   double max_duration_s = 4.0 * 3600;           // seconds of video
   int64_t max_output_bytes = int64_t{4} << 30;  // RGB bytes of all requested frames together
+  // libavcodec threads for one video (0: one per core). Frames are the same for any count;
+  // 1 suits a pool that decodes many videos at once, more cuts one long video's latency.
+  int decoder_threads = 1;
 };
 
 // What the loader reports about a video (transformers' VideoMetadata).

@@ -123,6 +123,21 @@ const Clip kClips[] = {
     {"h264_rot270_64x48_10fps.mp4", 48, 64, 20, 10, "h264"},
 };
 
+TEST(VideoDecode, DecoderThreadsDoNotChangeTheFrames) {
+  SKIP_WITHOUT_VIDEO();
+  for (const char* name : {"h264_64x48_10fps.mp4", "vp9_96x64_24fps.webm"}) {
+    SCOPED_TRACE(name);
+    std::vector<uint8_t> bytes = read_clip(name);
+    std::vector<std::string> want = cli_hashes(name);
+    VideoLimits lim;
+    lim.decoder_threads = 4;
+    const std::vector<int64_t> idx = {0, 1, 2, 9, 10, 17, 18, 19};
+    std::vector<Image> got = decode_video_frames(bytes, idx, lim);
+    ASSERT_EQ(got.size(), idx.size());
+    for (size_t k = 0; k < idx.size(); ++k) EXPECT_EQ(sha256_hex(got[k]), want[idx[k]]);
+  }
+}
+
 // Runs f, which must throw MediaError whose message contains `needle`.
 template <class F>
 void expect_media_error(F&& f, const std::string& needle) {
