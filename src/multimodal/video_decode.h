@@ -34,7 +34,8 @@
 namespace vtllm::multimodal {
 
 // Bounds on what a video may cost. Header fields are checked before any frame is decoded;
-// the packet scan stops as soon as max_frames or max_duration_s is passed.
+// the packet scan stops as soon as max_frames is passed, and max_duration_s applies to the
+// scanned timestamp span as well.
 struct VideoLimits {
   int64_t max_bytes = int64_t{1} << 30;         // encoded size
   int64_t max_pixels = int64_t{4096} * 4096;    // width * height of one frame
