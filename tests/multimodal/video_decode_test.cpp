@@ -348,7 +348,7 @@ TEST(VideoDecode, TruncatedOrDamagedClipsNeverEscapeAsAnythingButMediaError) {
 // (tools/oracle/mm_video.py on the GPU machine). Its default backend, torchcodec, is not
 // installed there and torchvision 0.26 has no read_video, so the committed file holds
 // load_video(backend="opencv") (OpenCV 5.0 with FFmpeg 8): metadata and sampled indices
-// equal, every sampled frame's sha256 equal (no tolerance).
+// equal, every sampled frame's sha256 equal (no tolerance), rotated clips included.
 TEST(VideoDecode, MatchesTheTransformersLoader) {
   SKIP_WITHOUT_VIDEO();
   std::ifstream f(kDir + "oracle.json");
