@@ -11,16 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "multimodal/media_error.h"
 
 namespace vtllm::multimodal {
-
-// A bad, truncated, oversized or unsupported media file. what() names the format and the
-// problem ("corrupt PNG: ...", "image of 100000x100000 pixels exceeds the limit of ...").
-class MediaError : public Error {
- public:
-  using Error::Error;
-};
 
 // An 8-bit RGB image, rows top to bottom, HWC: rgb[(y * width + x) * 3 + c].
 struct Image {
