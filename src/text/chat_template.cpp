@@ -36,6 +36,19 @@ ChatTemplate ChatTemplate::from_dir(const std::string& dir, const std::string& t
     sources.emplace_back("default", read_file(template_file));
   } else if (fs::exists(jinja_path)) {
     sources.emplace_back("default", read_file(jinja_path));
+  } else if (const fs::path json_path = fs::path(dir) / "chat_template.json";
+             fs::exists(json_path)) {
+    // The processor's legacy file (transformers reads it after chat_template.jinja and
+    // before tokenizer_config.json): {"chat_template": "..."}.
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_file(json_path));
+    } catch (const nlohmann::json::exception& e) {
+      VT_THROW(json_path.string(), ": invalid JSON: ", e.what());
+    }
+    if (!j.is_object() || !j.contains("chat_template") || !j["chat_template"].is_string())
+      VT_THROW(json_path.string(), ": expected an object with a string 'chat_template'");
+    sources.emplace_back("default", j["chat_template"].get<std::string>());
   } else if (config.contains("chat_template") && config["chat_template"].is_string()) {
     sources.emplace_back("default", config["chat_template"].get<std::string>());
   } else if (config.contains("chat_template") && config["chat_template"].is_array()) {
@@ -47,7 +60,8 @@ ChatTemplate ChatTemplate::from_dir(const std::string& dir, const std::string& t
     }
   }
   if (sources.empty())
-    VT_THROW(dir, ": no chat template (no chat_template.jinja, and tokenizer_config.json has no chat_template)");
+    VT_THROW(dir, ": no chat template (no chat_template.jinja or chat_template.json, and "
+             "tokenizer_config.json has no chat_template)");
 
   std::vector<std::pair<std::string, std::string>> specials;
   for (const char* name : kSpecialTokens) {

@@ -22,8 +22,9 @@ namespace vtllm {
 class ChatTemplate {
  public:
   // Reads a model folder as transformers does: DIR/chat_template.jinja when present,
-  // else tokenizer_config.json's chat_template (a string, or a list of
-  // {"name", "template"}); `template_file`, when not empty, overrides both. Special
+  // else DIR/chat_template.json's "chat_template" (the processor's legacy file), else
+  // tokenizer_config.json's chat_template (a string, or a list of {"name",
+  // "template"}); `template_file`, when not empty, overrides them all. Special
   // tokens come from tokenizer_config.json (strings or AddedToken dicts).
   // Throws vtllm::Error naming the file when there is no template or JSON is bad,
   // and jinja::TemplateError (Syntax) when the template does not parse.

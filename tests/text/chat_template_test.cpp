@@ -59,6 +59,24 @@ TEST_F(ChatTemplateDir, ChatTemplateJinjaFileWinsAndFlagOverridesBoth) {
             "hé False");
 }
 
+TEST_F(ChatTemplateDir, ChatTemplateJsonComesBetweenTheJinjaFileAndTheConfig) {
+  write("tokenizer_config.json", R"({"chat_template": "from config"})");
+  write("chat_template.json", R"({"chat_template": "from json file"})");
+  EXPECT_EQ(ChatTemplate::from_dir(dir_.string()).render_request(R"({"messages": []})"),
+            "from json file");
+  write("chat_template.jinja", "from jinja file");
+  EXPECT_EQ(ChatTemplate::from_dir(dir_.string()).render_request(R"({"messages": []})"),
+            "from jinja file");
+  fs::remove(dir_ / "chat_template.jinja");
+  write("chat_template.json", R"({"template": "wrong key"})");
+  try {
+    ChatTemplate::from_dir(dir_.string());
+    ADD_FAILURE() << "a chat_template.json without chat_template was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chat_template.json"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(ChatTemplateDir, MissingTemplateAndBadRequestsAreErrors) {
   write("tokenizer_config.json", R"({"eos_token": "x"})");
   EXPECT_THROW(ChatTemplate::from_dir(dir_.string()), Error);
