@@ -63,7 +63,8 @@ Generation::Generation(engine::AsyncEngine& engine, const text::Tokenizer& token
     std::string id = spec_.prompts.size() == 1 ? spec_.header.id : str_cat(spec_.header.id, "-", p);
     const int64_t prompt_len = int64_t(spec_.prompts[p].size());
     try {
-      streams_.push_back(engine_.add_request(id, spec_.prompts[p], spec_.params));
+      streams_.push_back(engine_.add_request(id, spec_.prompts[p], spec_.params, 0,
+                                             p < spec_.mm.size() ? spec_.mm[p] : nullptr));
     } catch (...) {
       for (const std::string& done : engine_ids_) engine_.abort(done);
       throw;

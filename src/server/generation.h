@@ -31,6 +31,8 @@ struct GenerationSpec {
   bool chat = false;
   ResponseHeader header;
   std::vector<std::vector<int32_t>> prompts;
+  // Per prompt (or empty): its vision items and MRoPE positions (null: text only).
+  std::vector<std::shared_ptr<const engine::MultimodalPrompt>> mm;
   std::vector<std::string> echo;  // completions' echo: text put before each prompt's choices
   // echo with max_tokens 0: each choice is the echoed prompt only (its text, and with
   // logprobs its logprobs); the one sampled token is dropped.

@@ -16,6 +16,7 @@
 #include "engine/async_engine.h"
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/media.h"
 #include "server/metrics.h"
 #include "server/protocol.h"
 #include "text/tokenizer.h"
@@ -28,6 +29,8 @@ struct ServiceConfig {
   int64_t max_model_len = 4096;
   // Generation requests in flight (streaming or not) beyond which new ones get 503.
   int max_pending_requests = 1024;
+  // Chat image/video parts: sources, limits, the processor and its pool.
+  MediaConfig media;
 };
 
 struct HttpReply {

@@ -82,10 +82,21 @@ struct CompletionRequest {
   bool echo_only = false;
 };
 
+// One part of a message's content array.
+struct ContentPart {
+  enum class Kind { kText, kImage, kVideo } kind = Kind::kText;
+  std::string text;   // kText
+  std::string url;    // kImage, kVideo: image_url / video_url (object or string form)
+  std::string param;  // "messages[i].content[k]", for errors
+};
+
 struct ChatMessage {
   std::string role;     // system, user, assistant, tool, developer
   std::string content;  // a string, or the text parts joined with "\n" (as vLLM does)
   std::string name;
+  // The parts in order when content is an array holding an image or a video (the chat
+  // template then sees them as {"type": "text"|"image"|"video"} items); else empty.
+  std::vector<ContentPart> parts;
 };
 
 struct ChatCompletionRequest {

@@ -219,7 +219,7 @@ TEST(Protocol, BadChatFieldsNameTheField) {
       {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
           {"type": "text", "text": 7}]}]})",
        "messages[0].content[1].text", "invalid_type"},
-      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+      {R"({"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]})",
        "messages[0].content", "unsupported"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens",
        "invalid_value"},
