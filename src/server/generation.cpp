@@ -192,6 +192,15 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
   }
   // echo_only: the sampled token is not part of the choice (vLLM's max_tokens 0).
   if (!spec_.echo_only) delta.text += o.new_text;
+  if (spec_.return_token_ids) {
+    delta.token_ids.emplace();
+    if (!spec_.echo_only) *delta.token_ids = o.new_token_ids;
+    // Completions' stream: the prompt's ids in the choice's first chunk.
+    if (spec_.stream && !spec_.chat && !s.prompt_sent) {
+      delta.prompt_token_ids = spec_.prompts[p];
+      s.prompt_sent = true;
+    }
+  }
   for (const engine::SampleResult& r : o.logprobs) {
     if (spec_.echo_only) break;
     TokenLogprob t{token_text(r.token), r.logprob, {}};
@@ -224,6 +233,8 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
   s.text += delta.text;
   s.text_sent += delta.text.size();
   s.logprobs.insert(s.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+  if (delta.token_ids)
+    s.token_ids.insert(s.token_ids.end(), delta.token_ids->begin(), delta.token_ids->end());
   if (!delta.finish_reason.empty()) s.finish_reason = delta.finish_reason;
   return delta;
 }
@@ -261,7 +272,9 @@ bool Generation::next_frames(std::string& out) {
       continue;
     }
     const Choice delta = absorb(current_, *o);
-    if (delta.text.empty() && delta.finish_reason.empty() && delta.logprobs.empty()) continue;
+    const bool ids = (delta.token_ids && !delta.token_ids->empty()) || delta.prompt_token_ids;
+    if (delta.text.empty() && delta.finish_reason.empty() && delta.logprobs.empty() && !ids)
+      continue;
     out += sse_event(spec_.chat ? chat_chunk(spec_.header, delta, with_usage)
                                 : completion_chunk(spec_.header, delta, with_usage));
     return true;
@@ -298,6 +311,10 @@ std::string Generation::run_to_end() {
     if (have) c.prompt_logprobs = prompt_logprobs_of(p);
     c.stop_token = choices_[i].stop_token;
     c.stop_string = choices_[i].stop_string;
+    if (spec_.return_token_ids) {
+      c.token_ids = choices_[i].token_ids;
+      c.prompt_token_ids = spec_.prompts[p];
+    }
     choices.push_back(std::move(c));
   }
   return spec_.chat ? chat_completion_response(spec_.header, choices, usage())

@@ -40,6 +40,7 @@ struct GenerationSpec {
   engine::SamplingParams params;  // n and max_tokens resolved
   bool stream = false;
   bool include_usage = false;
+  bool return_token_ids = false;  // vLLM's: token ids in the response
 };
 
 class Generation;
@@ -90,6 +91,7 @@ class Generation {
   struct ChoiceState {
     std::string text;
     std::vector<TokenLogprob> logprobs;
+    std::vector<int32_t> token_ids;
     std::string finish_reason;
     std::optional<int32_t> stop_token;  // what ended it (stop_reason)
     std::string stop_string;
@@ -97,6 +99,7 @@ class Generation {
     int64_t num_tokens = 0;
     std::chrono::steady_clock::time_point last_token;
     bool started = false;
+    bool prompt_sent = false;  // return_token_ids: the streamed prompt ids
   };
 
   // Folds one engine output of prompt p into its choice; returns the delta.

@@ -137,7 +137,11 @@ MediaPrompt prepare_media_prompt(const MediaConfig& c, const std::vector<MediaRe
       throw ApiError::bad_request(
           "messages", str_cat("the request has ", counts[k], " ", k == 0 ? "images" : "videos",
                               ", more than --limit-mm-per-prompt allows (", limits[k], ")"));
-  VT_CHECK(bool(c.process), "server: media parts and no media processor");
+  if (!c.process)
+    throw ApiError::bad_request(param,
+                                "images and videos are refused: this server has no media "
+                                "processor (image and video decoding)",
+                                "unsupported");
 
   std::vector<std::future<std::shared_ptr<const multimodal::VisionInput>>> futures;
   for (const MediaRef& r : refs) {

@@ -35,6 +35,7 @@ struct MediaConfig {
   int64_t limit_images = -1, limit_videos = -1;
   multimodal::VisionTokenIds tokens;  // config.json's image/video/vision_start/end ids
   int64_t merge_size = 2;
+  // Null: media are refused (400) saying the server has no media processor.
   MediaProcessor process;
   multimodal::MediaPool* pool = nullptr;  // null: processed on the calling thread
 };

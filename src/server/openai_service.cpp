@@ -276,6 +276,7 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
     spec.header = ResponseHeader{str_cat(chat ? "chatcmpl-" : "cmpl-", hex),
                                  int64_t(std::time(nullptr)), config_.model_name};
     spec.stream = gen.stream;
+    spec.return_token_ids = gen.return_token_ids;
     spec.include_usage = gen.stream_options.include_usage;
     std::shared_ptr<Generation> g;
     try {

@@ -171,9 +171,10 @@ GenerationRequest parse_common(const JsonFields& f) {
     g.truncate_prompt_tokens = *v;
   }
   reject_unimplemented(
-      f, {"allowed_token_ids", "bad_words", "use_beam_search", "return_token_ids",
-          "return_tokens_as_token_ids", "guided_json", "guided_regex", "guided_choice",
-          "guided_grammar", "structured_outputs", "logits_processors"});
+      f, {"allowed_token_ids", "bad_words", "use_beam_search", "return_tokens_as_token_ids",
+          "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
+          "logits_processors"});
+  if (auto v = f.opt_bool("return_token_ids")) g.return_token_ids = *v;
   if (auto v = f.opt_int("prompt_logprobs", 0, kMaxLogprobs)) {
     // vLLM (protocol.py check_logprobs): refused with stream when it would return any.
     if (g.stream && *v > 0) {

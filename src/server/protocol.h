@@ -65,6 +65,8 @@ struct GenerationRequest {
   std::string user;
   // Keep only the prompt's last N tokens (-1: the last max_model_len), as vLLM.
   std::optional<int64_t> truncate_prompt_tokens;
+  // vLLM's return_token_ids: the prompt's and each choice's token ids in the response.
+  bool return_token_ids = false;
 };
 
 // One prompt of a completion request: text, or token ids.

@@ -255,6 +255,64 @@ TEST_F(MmChat, MediaWithoutAVisionModelAreRefused) {
   EXPECT_EQ(t.status, 200) << t.body;
 }
 
+// vLLM's return_token_ids: the prompt the engine ran (expanded) and each choice's ids.
+TEST_F(MmChat, ReturnTokenIdsGivesThePromptAndOutputIds) {
+  MediaConfig media;
+  media.vision = true;
+  start(media);
+  const json body = {
+      {"messages",
+       json::array(
+           {{{"role", "user"},
+             {"content", json::array({{{"type", "image_url"},
+                                       {"image_url", {{"url", data_url("img 2 4")}}}}})}}})},
+      {"max_tokens", 3},
+      {"temperature", 0},
+      {"return_token_ids", true}};
+  OpenAiService::Started s = service_->chat_completions(body.dump());
+  ASSERT_TRUE(s.gen) << s.reply.body;
+  const json r = json::parse(service_->finish(*s.gen).body);
+  {
+    std::lock_guard lock(model_->mu_);  // not held while the engine runs
+    ASSERT_EQ(model_->prompts.size(), 1u);
+    EXPECT_EQ(r["prompt_token_ids"].get<std::vector<int32_t>>(), model_->prompts[0]);
+    EXPECT_EQ(r["choices"][0]["token_ids"].get<std::vector<int32_t>>(),
+              (std::vector<int32_t>{65, 65, 65}));
+  }
+  // Completions: per choice, and in a stream the ids arrive with the chunks.
+  const json cbody = {
+      {"prompt", "Hello there"}, {"max_tokens", 2}, {"temperature", 0}, {"return_token_ids", true}};
+  OpenAiService::Started c = service_->completions(cbody.dump());
+  ASSERT_TRUE(c.gen);
+  const json cr = json::parse(service_->finish(*c.gen).body);
+  EXPECT_EQ(cr["choices"][0]["prompt_token_ids"].get<std::vector<int32_t>>(),
+            tokenizer_->encode("Hello there", true));
+  EXPECT_EQ(cr["choices"][0]["token_ids"].get<std::vector<int32_t>>(),
+            (std::vector<int32_t>{65, 65}));
+  // Streamed: the prompt ids in the first chunk, the output ids spread over the chunks.
+  json sbody = cbody;
+  sbody["stream"] = true;
+  OpenAiService::Started st = service_->completions(sbody.dump());
+  ASSERT_TRUE(st.gen);
+  std::string frames;
+  while (st.gen->next_frames(frames)) {
+  }
+  std::vector<int32_t> streamed, prompt;
+  for (size_t at = 0; (at = frames.find("data: {", at)) != std::string::npos;) {
+    const size_t end = frames.find("\n\n", at);
+    const json chunk = json::parse(frames.substr(at + 6, end - at - 6));
+    at = end;
+    if (chunk["choices"].empty()) continue;
+    const json& ch = chunk["choices"][0];
+    if (ch.contains("prompt_token_ids"))
+      prompt = ch["prompt_token_ids"].get<std::vector<int32_t>>();
+    if (ch.contains("token_ids"))
+      for (int32_t id : ch["token_ids"]) streamed.push_back(id);
+  }
+  EXPECT_EQ(prompt, tokenizer_->encode("Hello there", true));
+  EXPECT_EQ(streamed, (std::vector<int32_t>{65, 65}));
+}
+
 TEST(MediaUrls, Base64AndLimits) {
   EXPECT_EQ(base64_decode("aGVsbG8="), "hello");
   EXPECT_EQ(base64_decode("aGVsbG8"), "hello");

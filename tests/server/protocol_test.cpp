@@ -258,7 +258,6 @@ TEST(Protocol, UnimplementedVllmFieldsAreRefusedByNameUnlessNeutral) {
       {"allowed_token_ids", "[1, 2]"},
       {"bad_words", R"(["x"])"},
       {"use_beam_search", "true"},
-      {"return_token_ids", "true"},
       {"return_tokens_as_token_ids", "true"},
       {"guided_json", R"({"type": "object"})"},
       {"guided_regex", R"("a+")"},
