@@ -26,7 +26,10 @@
 #include "commands.h"
 #include "engine/async_engine.h"
 #include "model_setup.h"
+#include "multimodal/image.h"
+#include "multimodal/image_processor.h"
 #include "multimodal/media_pool.h"
+#include "multimodal/processor_config.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
 
@@ -236,9 +239,19 @@ int cmd_serve(int argc, char** argv) {
   sc.media.tokens = {int32_t(mc.image_token_id), int32_t(mc.video_token_id),
                      int32_t(mc.vision_start_token_id), int32_t(mc.vision_end_token_id)};
   if (mc.vision) sc.media.merge_size = mc.vision->spatial_merge_size;
-  if (setup.vision)
+  if (setup.vision) {
     media_pool = std::make_unique<multimodal::MediaPool>(
         int(int_flag(args, "media-pool-threads", multimodal::MediaPool::default_size(), 1, 256)));
+    // The checkpoint's processor settings (preprocessor_config.json, ...).
+    const multimodal::ProcessorConfig pc = multimodal::load_processor_config(dir);
+    sc.media.process = [pc](multimodal::MediaKind kind, const std::string& bytes) {
+      if (kind == multimodal::MediaKind::kVideo)
+        throw multimodal::MediaError(
+            "video input needs video decoding, which this server does not include");
+      const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+      return multimodal::process_image(multimodal::decode_image({data, bytes.size()}), pc.image);
+    };
+  }
   sc.media.pool = media_pool.get();
   sc.model_name = args.get_or("served-model-name", dir);
   sc.model_root = dir;

@@ -119,8 +119,7 @@ std::string load_media_url(std::string_view url, const std::string& allowed_dir,
       param, str_cat("'", param, "': unsupported URL (expected a data: or file:// URL)"));
 }
 
-MediaPrompt prepare_media_prompt(const MediaConfig& c, const std::vector<MediaRef>& refs,
-                                 const std::vector<int32_t>& ids, const text::Tokenizer& tok) {
+void check_media_allowed(const MediaConfig& c, const std::vector<MediaRef>& refs) {
   const std::string param = refs.empty() ? "messages" : refs.front().param;
   if (!c.vision)
     throw ApiError::bad_request(
@@ -142,7 +141,11 @@ MediaPrompt prepare_media_prompt(const MediaConfig& c, const std::vector<MediaRe
                                 "images and videos are refused: this server has no media "
                                 "processor (image and video decoding)",
                                 "unsupported");
+}
 
+MediaPrompt prepare_media_prompt(const MediaConfig& c, const std::vector<MediaRef>& refs,
+                                 const std::vector<int32_t>& ids, const text::Tokenizer& tok) {
+  check_media_allowed(c, refs);
   std::vector<std::future<std::shared_ptr<const multimodal::VisionInput>>> futures;
   for (const MediaRef& r : refs) {
     std::string bytes = load_media_url(r.url, c.allowed_local_media_path, r.param);

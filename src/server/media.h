@@ -61,6 +61,10 @@ std::optional<std::string> base64_decode(std::string_view text);
 // Checks the refs against the config (vision available, limits), loads and processes
 // them on the pool, and expands `ids` (the rendered chat, one pad per medium) into the
 // prompt and MultimodalPrompt the engine takes. ApiError 400 for every failure.
+// The first checks of prepare_media_prompt (vision available, a processor, the limits),
+// before the chat template renders the parts.
+void check_media_allowed(const MediaConfig& config, const std::vector<MediaRef>& refs);
+
 struct MediaPrompt {
   std::vector<int32_t> ids;
   std::shared_ptr<const engine::MultimodalPrompt> mm;

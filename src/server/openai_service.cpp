@@ -235,6 +235,7 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
           throw ApiError::bad_request("truncate_prompt_tokens",
                                       "'truncate_prompt_tokens' cannot cut a prompt with images "
                                       "or videos");
+        check_media_allowed(config_.media, refs);  // before the template sees the parts
         MediaPrompt mp =
             prepare_media_prompt(config_.media, refs, render_chat(*chat_req), tokenizer_);
         spec.prompts.push_back(std::move(mp.ids));
