@@ -26,6 +26,10 @@
 #include "commands.h"
 #include "engine/async_engine.h"
 #include "model_setup.h"
+#include "multimodal/image.h"
+#include "multimodal/image_processor.h"
+#include "multimodal/media_pool.h"
+#include "multimodal/processor_config.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
 #include "server/stats_logger.h"
@@ -63,6 +67,11 @@ constexpr const char* kUsage =
     "  --disable-access-log          no line per response on stderr (vLLM's\n"
     "                                --disable-uvicorn-access-log is the same)\n"
     "  --disable-log-stats           no throughput line every 10 s while busy\n"
+    "  --allowed-local-media-path D  chat media may be file:// URLs under D (default: refused)\n"
+    "  --limit-mm-per-prompt JSON    media per request, e.g. '{\"image\": 4, \"video\": 1}'\n"
+    "                                (default: no limit)\n"
+    "  --media-pool-threads N        threads decoding and preprocessing media (default\n"
+    "                                min(cores, 8))\n"
     "  (--max-num-seqs defaults to 256)\n";
 
 std::optional<std::string> env(const char* name) {
@@ -148,11 +157,27 @@ void raise_open_file_limit() {
 
 int cmd_serve(int argc, char** argv) {
   std::vector<std::string> value_flags = model_value_flags();
-  for (const char* f :
-       {"host", "port", "served-model-name", "api-key", "max-body-bytes", "max-header-bytes",
-        "max-headers", "max-connections", "max-pending-requests", "keep-alive-timeout",
-        "header-timeout", "body-timeout", "write-timeout", "shutdown-timeout", "http-threads",
-        "allowed-origins", "allowed-methods", "allowed-headers"})
+  for (const char* f : {"host",
+                        "port",
+                        "served-model-name",
+                        "api-key",
+                        "max-body-bytes",
+                        "max-header-bytes",
+                        "max-headers",
+                        "max-connections",
+                        "max-pending-requests",
+                        "keep-alive-timeout",
+                        "header-timeout",
+                        "body-timeout",
+                        "write-timeout",
+                        "shutdown-timeout",
+                        "http-threads",
+                        "allowed-origins",
+                        "allowed-methods",
+                        "allowed-headers",
+                        "allowed-local-media-path",
+                        "limit-mm-per-prompt",
+                        "media-pool-threads"})
     value_flags.emplace_back(f);
   std::vector<std::string> bool_flags = model_bool_flags();
   bool_flags.emplace_back("help");
@@ -219,6 +244,31 @@ int cmd_serve(int argc, char** argv) {
   engine::AsyncEngine engine(ec, std::move(setup.runner), &tokenizer);
 
   server::ServiceConfig sc;
+  // Chat media: decoded and preprocessed on a pool of their own (multimodal/media_pool.h).
+  std::unique_ptr<multimodal::MediaPool> media_pool;
+  sc.media.vision = setup.vision;
+  sc.media.language_model_only = flags.language_model_only;
+  sc.media.allowed_local_media_path = args.get_or("allowed-local-media-path", "");
+  if (const std::optional<std::string> l = args.get("limit-mm-per-prompt"))
+    server::parse_limit_mm_per_prompt(*l, sc.media);
+  const io::ModelConfig& mc = setup.model_config;
+  sc.media.tokens = {int32_t(mc.image_token_id), int32_t(mc.video_token_id),
+                     int32_t(mc.vision_start_token_id), int32_t(mc.vision_end_token_id)};
+  if (mc.vision) sc.media.merge_size = mc.vision->spatial_merge_size;
+  if (setup.vision) {
+    media_pool = std::make_unique<multimodal::MediaPool>(
+        int(int_flag(args, "media-pool-threads", multimodal::MediaPool::default_size(), 1, 256)));
+    // The checkpoint's processor settings (preprocessor_config.json, ...).
+    const multimodal::ProcessorConfig pc = multimodal::load_processor_config(dir);
+    sc.media.process = [pc](multimodal::MediaKind kind, const std::string& bytes) {
+      if (kind == multimodal::MediaKind::kVideo)
+        throw multimodal::MediaError(
+            "video input needs video decoding, which this server does not include");
+      const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+      return multimodal::process_image(multimodal::decode_image({data, bytes.size()}), pc.image);
+    };
+  }
+  sc.media.pool = media_pool.get();
   sc.model_name = args.get_or("served-model-name", dir);
   sc.model_root = dir;
   sc.max_model_len = max_model_len;

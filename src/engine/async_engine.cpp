@@ -57,9 +57,9 @@ AsyncEngine::~AsyncEngine() {
   thread_.join();
 }
 
-std::shared_ptr<RequestStream> AsyncEngine::add_request(const std::string& id,
-                                                        std::vector<int32_t> prompt,
-                                                        const SamplingParams& params, int priority) {
+std::shared_ptr<RequestStream> AsyncEngine::add_request(
+    const std::string& id, std::vector<int32_t> prompt, const SamplingParams& params, int priority,
+    std::shared_ptr<const MultimodalPrompt> mm) {
   try {
     params.validate(vocab_size_);
   } catch (const Error& e) {
@@ -69,7 +69,7 @@ std::shared_ptr<RequestStream> AsyncEngine::add_request(const std::string& id,
   {
     std::lock_guard lock(mu_);
     VT_CHECK(!stop_, "async engine: add_request('", id, "') after shutdown");
-    adds_.push_back({id, std::move(prompt), params, priority, stream});
+    adds_.push_back({id, std::move(prompt), params, priority, stream, std::move(mm)});
   }
   wake_.notify_all();
   return stream;
@@ -124,7 +124,7 @@ void AsyncEngine::loop() {
     }
     for (Pending& p : adds) {
       try {
-        engine_.add_request(p.id, std::move(p.prompt), p.params, p.priority);
+        engine_.add_request(p.id, std::move(p.prompt), p.params, p.priority, std::move(p.mm));
         live_[p.id] = Live{p.stream, p.params.n};
       } catch (const Error& e) {
         p.stream->close(e.what());

@@ -49,8 +49,10 @@ class AsyncEngine {
               const text::Tokenizer* tokenizer = nullptr);
   ~AsyncEngine();  // stops the thread; open streams end as aborted
 
+  // `mm` as LlmEngine::add_request's (its errors end the stream).
   std::shared_ptr<RequestStream> add_request(const std::string& id, std::vector<int32_t> prompt,
-                                             const SamplingParams& params, int priority = 0);
+                                             const SamplingParams& params, int priority = 0,
+                                             std::shared_ptr<const MultimodalPrompt> mm = nullptr);
   void abort(const std::string& id);
 
   // Blocks until the engine thread has nothing queued and no request is unfinished.
@@ -65,6 +67,7 @@ class AsyncEngine {
     SamplingParams params;
     int priority;
     std::shared_ptr<RequestStream> stream;
+    std::shared_ptr<const MultimodalPrompt> mm;
   };
   struct Live {
     std::weak_ptr<RequestStream> stream;

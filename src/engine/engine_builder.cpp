@@ -227,9 +227,12 @@ EngineParts build_engine(const EngineArgs& a) {
     ec.kv_cache = s.runner->kv_config();  // load_sized set num_blocks
   }
   s.hybrid = needs_state_slots(s.runner->model());
-  if (s.multimodal && !a.language_model_only && !a.quiet)
+  if (a.language_model_only) s.runner->disable_vision();
+  s.vision = s.runner->encoder_bytes_per_token() > 0;
+  if (s.vision) ec.scheduler.encoder_bytes_per_token = s.runner->encoder_bytes_per_token();
+  if (s.multimodal && !s.vision && !a.language_model_only && !a.quiet)
     std::fprintf(stderr,
-                 "vtllm: %s is %s, but vtllm builds no vision tower yet: text only "
+                 "vtllm: %s is %s, but its model has no vision tower here: text only "
                  "(--language-model-only says so and silences this)\n",
                  a.dir.c_str(), s.model_config.architecture_class.c_str());
   return s;
@@ -240,7 +243,8 @@ std::string EngineParts::describe(const EngineArgs& a) const {
                  a.load_format == io::LoadFormat::kDummy ? ", dummy weights" : "",
                  a.device.is_cuda() ? ", bf16 on " + a.device.str() : "",
                  multimodal ? (a.language_model_only ? ", language model only"
-                                                     : ", text only (no vision tower yet)")
+                               : vision              ? ", images and videos"
+                                                     : ", text only (no vision tower)")
                             : "");
 }
 

@@ -31,8 +31,7 @@ struct EngineArgs {
   std::string dir;  // the model directory
   io::LoadFormat load_format = io::LoadFormat::kAuto;
   uint64_t dummy_seed = 0;  // --load-format dummy
-  // Text only: multimodal requests are refused. No vision tower is built yet, so a
-  // *ForConditionalGeneration model is text-only either way.
+  // Text only: multimodal requests are refused (the runner drops its vision encoder).
   bool language_model_only = false;
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   int64_t max_num_seqs = 256;
@@ -79,7 +78,8 @@ struct EngineParts {
   io::GenerationConfig generation_config;
   std::unique_ptr<ModelRunner> runner;
   bool hybrid = false;      // GDN layers: one state slot per running request
-  bool multimodal = false;  // a vision-language class (served text-only)
+  bool multimodal = false;  // a vision-language class
+  bool vision = false;  // the runner encodes images and videos (a tower, not --language-model-only)
 
   // "<arch>, hybrid|dense[, dummy weights][, bf16 on cuda:0][, text only ...]".
   std::string describe(const EngineArgs& args) const;

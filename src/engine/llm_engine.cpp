@@ -15,8 +15,35 @@ LlmEngine::LlmEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> 
   VT_CHECK(executor_ != nullptr, "engine: no model executor");
 }
 
+namespace {
+
+// Throws naming the problem when `mm` does not describe `prompt`.
+void check_multimodal_prompt(const MultimodalPrompt& mm, size_t prompt_len, int64_t merge_size) {
+  const int64_t P = int64_t(prompt_len);
+  VT_CHECK(int64_t(mm.mrope_positions.size()) == 3 * P, mm.mrope_positions.size(),
+           " MRoPE positions for a prompt of ", P, " tokens (expected 3 x ", P, ")");
+  int64_t prev_end = 0;
+  for (size_t i = 0; i < mm.items.size(); ++i) {
+    const MultimodalItem& it = mm.items[i];
+    VT_CHECK(it.input != nullptr && !it.placement.runs.empty(), "vision item ", i,
+             " has no input or no placeholder rows");
+    VT_CHECK(it.placement.num_placeholders() == it.input->num_tokens(merge_size), "vision item ", i,
+             " has ", it.placement.num_placeholders(), " placeholder rows for ",
+             it.input->num_tokens(merge_size), " features");
+    for (const multimodal::PlaceholderRun& r : it.placement.runs) {
+      VT_CHECK(r.length > 0 && r.start >= prev_end && r.start + r.length <= P, "vision item ", i,
+               ": placeholder rows [", r.start, ", ", r.start + r.length,
+               ") are not in order within the prompt of ", P, " tokens");
+      prev_end = r.start + r.length;
+    }
+  }
+}
+
+}  // namespace
+
 void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
-                            const SamplingParams& params, int priority) {
+                            const SamplingParams& params, int priority,
+                            std::shared_ptr<const MultimodalPrompt> mm) {
   const int64_t vocab = executor_->vocab_size();
   try {
     params.validate(vocab);
@@ -29,6 +56,19 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
   for (int32_t t : prompt)
     if (t < 0 || t >= vocab)
       VT_THROW("request '", id, "': prompt token id ", t, " is outside the vocabulary [0, ", vocab, ")");
+  std::vector<ExtraKeySpan> extra_keys;
+  if (mm && mm->items.empty()) mm.reset();
+  if (mm) {
+    try {
+      check_multimodal_prompt(*mm, prompt.size(), executor_->check_multimodal());
+    } catch (const Error& e) {
+      VT_THROW("request '", id, "': ", e.what());
+    }
+    // Prefix-cache blocks overlapping an item carry its hash: same text, other image, no hit.
+    for (const MultimodalItem& it : mm->items)
+      extra_keys.push_back(
+          {it.placement.span_begin, it.placement.span_end - it.placement.span_begin, it.hash()});
+  }
 
   std::vector<std::string> ids;
   std::vector<std::unique_ptr<Request>> reqs;
@@ -41,6 +81,8 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     const std::string internal = params.n == 1 ? id : str_cat(id, "#", i);
     auto r = std::make_unique<Request>(internal, prompt, std::move(child), priority);
     r->eos_token_ids = config_.eos_token_ids;
+    r->mm = mm;
+    r->extra_keys = extra_keys;
     ids.push_back(internal);
     reqs.push_back(std::move(r));
   }

@@ -62,9 +62,12 @@ class LlmEngine {
   LlmEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
             const text::Tokenizer* tokenizer = nullptr);
 
-  // Validates the params (throws naming the field) and queues the request.
+  // Validates the params (throws naming the field) and queues the request. A multimodal
+  // request passes its expanded prompt and `mm` (make_multimodal_prompt); it is refused
+  // (naming why) when the executor cannot run vision items or `mm` does not fit the
+  // prompt.
   void add_request(const std::string& id, std::vector<int32_t> prompt, const SamplingParams& params,
-                   int priority = 0);
+                   int priority = 0, std::shared_ptr<const MultimodalPrompt> mm = nullptr);
 
   std::vector<EngineOutput> step();
 
@@ -73,6 +76,7 @@ class LlmEngine {
 
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
   SchedulerStats stats() const { return scheduler_.stats(); }
+  EncoderCacheStats encoder_cache_stats() const { return scheduler_.encoder_cache_stats(); }
   int64_t total_scheduled_tokens() const { return total_scheduled_tokens_; }
 
  private:

@@ -8,6 +8,10 @@
 
 namespace vtllm::engine {
 
+int64_t ModelExecutor::check_multimodal() const {
+  VT_THROW("this model has no vision encoder: images and videos are refused");
+}
+
 vt::SampleOutput empty_sample_output() {
   vt::SampleOutput none;
   none.top_start.push_back(0);

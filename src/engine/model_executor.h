@@ -38,6 +38,14 @@ class ModelExecutor {
   // and logprobs come back. A plan without logits rows gives empty samples. The
   // prompt logprobs of plan.prompt_logprob_rows come back too.
   virtual StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) = 0;
+
+  // Multimodal requests (plans with encoder work and MRoPE positions): returns the
+  // vision tower's merge size, or throws naming why this executor cannot run them (no
+  // vision tower, MRoPE refused). The default has no tower.
+  virtual int64_t check_multimodal() const;
+  // Bytes of one feature row in the encoder cache (out_hidden x dtype size); 0 without a
+  // tower.
+  virtual int64_t encoder_bytes_per_token() const { return 0; }
 };
 
 // An executor whose model computes its logits on the host (rows x vocab floats,

@@ -38,6 +38,26 @@ ModelRunner::ModelRunner(std::unique_ptr<vt::Stream> stream, std::unique_ptr<mod
   if (with_graphs)
     graphs_ = std::make_unique<DecodeGraphs>(*model_, *stream_, *cache_, *graphs, kv.num_blocks,
                                              kv.block_size, pad_slot);
+  if (models::VisionTower* tower = model_->vision_tower())
+    embedder_ = std::make_unique<MmEmbedder>(*tower);
+  fused_preamble_ = models::ModelOptions::from_env().fuse_attn_preamble;
+}
+
+int64_t ModelRunner::check_multimodal() const {
+  if (!embedder_)
+    VT_THROW("model ", model_->config().architecture_class,
+             " has no vision tower (a text-only model, or --language-model-only): images and "
+             "videos are refused");
+  if (!fused_preamble_)
+    VT_THROW(
+        "images and videos need MRoPE positions, which the unfused attention preamble "
+        "(VTLLM_FUSE_ATTN_PREAMBLE=0) does not take; unset VTLLM_FUSE_ATTN_PREAMBLE");
+  return model_->vision_tower()->merge_size();
+}
+
+int64_t ModelRunner::encoder_bytes_per_token() const {
+  if (!embedder_) return 0;
+  return model_->vision_tower()->out_hidden() * int64_t(vt::dtype_size(model_->dtype()));
 }
 
 ModelRunner::~ModelRunner() = default;
@@ -109,7 +129,15 @@ vt::Tensor ModelRunner::run(const StepPlan& plan, std::vector<SampleResult>* pro
   const bool prompt_rows = !plan.prompt_logprob_rows.empty();
   VT_CHECK(!prompt_rows || prompt, "model runner: ", plan.prompt_logprob_rows.size(),
            " prompt logprob rows and nowhere to put them");
-  if (graphs_ && !prompt_rows && graphs_->takes(plan)) {
+  const bool mm_work =
+      !plan.embeds.empty() || !plan.encoder_inputs.empty() || !plan.encoder_frees.empty();
+  step_embeds_ = {};  // the previous step's work is done: execute synchronized
+  if (mm_work) {
+    VT_CHECK(embedder_ != nullptr, "model runner: a step with vision items for model ",
+             model_->config().architecture_class, ", which has no vision tower");
+    step_embeds_ = embedder_->embed(*stream_, plan);
+  }
+  if (graphs_ && !prompt_rows && !mm_work && graphs_->takes(plan)) {
     std::optional<vt::Tensor> logits =
         graphs_->run(plan, [&] { copy_states(plan.state_copies_before); });
     if (logits) {
@@ -118,7 +146,8 @@ vt::Tensor ModelRunner::run(const StepPlan& plan, std::vector<SampleResult>* pro
     }
   }
   copy_states(plan.state_copies_before);
-  const vt::Tensor hidden = model_->forward(*stream_, plan, *cache_);
+  const vt::Tensor hidden =
+      model_->forward(*stream_, plan, *cache_, step_embeds_.rows.empty() ? nullptr : &step_embeds_);
   copy_states(plan.state_copies_after);
   if (prompt_rows) {
     std::vector<int32_t> rows;

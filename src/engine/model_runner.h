@@ -8,8 +8,10 @@
 // copies around the forward pass and samples the wanted rows where the logits are
 // (vt::sample): on CUDA the logits never cross to the host, except the rows of prompt
 // logprobs (plan.prompt_logprob_rows: their logits, widened to f32, come back for
-// prompt_logprobs_from_logits; such a step runs without graphs). It decides no policy and
-// knows no model by name. Not thread-safe: the engine thread owns it.
+// prompt_logprobs_from_logits; such a step runs without graphs). Multimodal steps
+// encode their vision items first (MmEmbedder, the encoder cache) and hand the
+// placeholder rows' features to forward() as InputEmbeddings, without graphs. It decides no policy
+// and knows no model by name. Not thread-safe: the engine thread owns it.
 #pragma once
 
 #include <memory>
@@ -20,6 +22,7 @@
 #include "engine/cache_planner.h"
 #include "engine/decode_graphs.h"
 #include "engine/kv_cache_manager.h"
+#include "engine/mm_embedder.h"
 #include "engine/model_executor.h"
 #include "models/model.h"
 #include "vt/stream.h"
@@ -57,6 +60,14 @@ class ModelRunner final : public ModelExecutor {
 
   int64_t vocab_size() const override;
   StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) override;
+  // Throws without a vision tower (a text-only model, --language-model-only) and under
+  // the unfused attention preamble (VTLLM_FUSE_ATTN_PREAMBLE=0 takes no MRoPE positions).
+  int64_t check_multimodal() const override;
+  int64_t encoder_bytes_per_token() const override;
+  // --language-model-only: no vision encoding; check_multimodal() refuses from now on.
+  void disable_vision() { embedder_.reset(); }
+  // Vision items encoded so far (each once while its features stay cached).
+  int64_t num_encoded_items() const { return embedder_ ? embedder_->num_encoded() : 0; }
   // The step's logits of plan.logits_indices as f32 on the host (bf16 on CUDA, widened
   // exactly), rows x vocab row-major: for tests and benchmarks.
   std::vector<float> execute_logits(const StepPlan& plan);
@@ -87,6 +98,9 @@ class ModelRunner final : public ModelExecutor {
   KvCacheConfig kv_;
   std::optional<CachePlan> plan_;
   std::unique_ptr<DecodeGraphs> graphs_;
+  std::unique_ptr<MmEmbedder> embedder_;  // models with a vision tower
+  bool fused_preamble_ = true;            // ModelOptions::from_env(), as the model was built
+  models::InputEmbeddings step_embeds_;   // the step's, alive until the next step
 };
 
 // True when any layer of the model keeps GDN state (a hybrid model).

@@ -1,5 +1,6 @@
 #include "engine/request.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -115,6 +116,37 @@ Request::Request(std::string id_, std::vector<int32_t> prompt, SamplingParams pa
 void Request::append_output(int32_t token) {
   output_token_ids.push_back(token);
   all_token_ids.push_back(token);
+}
+
+}  // namespace vtllm::engine
+
+namespace vtllm::engine {
+
+std::shared_ptr<const MultimodalPrompt> make_multimodal_prompt(
+    const multimodal::ExpandedPrompt& expanded,
+    const std::vector<std::shared_ptr<const multimodal::VisionInput>>& inputs,
+    multimodal::PlaceholderIds pads, int64_t merge_size) {
+  VT_CHECK(expanded.placements.size() == inputs.size(),
+           "multimodal prompt: ", expanded.placements.size(), " placements for ", inputs.size(),
+           " items");
+  auto mm = std::make_shared<MultimodalPrompt>();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    VT_CHECK(inputs[i] != nullptr, "multimodal prompt: item ", i, " is null");
+    mm->items.push_back({inputs[i], expanded.placements[i]});
+  }
+  std::stable_sort(mm->items.begin(), mm->items.end(),
+                   [](const MultimodalItem& a, const MultimodalItem& b) {
+                     return a.placement.span_begin < b.placement.span_begin;
+                   });
+  std::vector<multimodal::MediaGrid> grids;
+  for (const MultimodalItem& it : mm->items)
+    grids.push_back({it.input->kind, it.input->grid_t, it.input->grid_h, it.input->grid_w});
+  // get_rope_index takes each kind's grids in order of appearance: the sorted order.
+  multimodal::MropePositions pos =
+      multimodal::compute_mrope_positions(expanded.ids, grids, pads, merge_size);
+  mm->mrope_positions = std::move(pos.positions);
+  mm->mrope_delta = pos.delta;
+  return mm;
 }
 
 }  // namespace vtllm::engine

@@ -9,12 +9,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/block_hash.h"
+#include "multimodal/prompt_expansion.h"
 
 namespace vtllm::engine {
 
@@ -60,6 +62,31 @@ struct SamplingParams {
   void validate(int64_t vocab_size) const;
 };
 
+// One vision item of a prompt: its processed input (immutable, shared by every request
+// that carries it) and where its placeholder rows are in the expanded prompt.
+struct MultimodalItem {
+  std::shared_ptr<const multimodal::VisionInput> input;
+  multimodal::ItemPlacement placement;
+  // The encoder cache's key and the prefix cache's extra key (VisionInput::hash).
+  BlockHash hash() const { return {input->hash[0], input->hash[1]}; }
+};
+
+// The multimodal part of an expanded prompt of P tokens: its items in order of
+// appearance, and its MRoPE positions [3, P] row-major with δ (qwen3_5.md §16): token
+// i >= P (generated) has position i + δ on all three axes.
+struct MultimodalPrompt {
+  std::vector<MultimodalItem> items;
+  std::vector<int64_t> mrope_positions;
+  int64_t mrope_delta = 0;
+};
+
+// The MultimodalPrompt of `expanded` (expand_prompt's output for `inputs`, in the same
+// order): the items sorted by position and the positions of compute_mrope_positions.
+std::shared_ptr<const MultimodalPrompt> make_multimodal_prompt(
+    const multimodal::ExpandedPrompt& expanded,
+    const std::vector<std::shared_ptr<const multimodal::VisionInput>>& inputs,
+    multimodal::PlaceholderIds pads, int64_t merge_size);
+
 struct Request {
   Request(std::string id, std::vector<int32_t> prompt_token_ids, SamplingParams params,
           int priority = 0);
@@ -72,6 +99,9 @@ struct Request {
   std::vector<int32_t> eos_token_ids;  // from config / generation_config.json
   std::vector<ExtraKeySpan> extra_keys;
   std::optional<BlockHash> cache_salt;  // mixed into the first block's hash
+  // Vision items and MRoPE positions of the prompt; null for a text-only request. The
+  // engine sets extra_keys from it (each item's hash over its span).
+  std::shared_ptr<const MultimodalPrompt> mm;
 
   int priority = 0;           // lower value runs first under the priority policy
   uint64_t arrival_seq = 0;   // set by the scheduler; FCFS order and tie-break
@@ -88,6 +118,7 @@ struct Request {
   int64_t num_prompt_tokens() const { return static_cast<int64_t>(prompt_token_ids.size()); }
   int64_t num_output_tokens() const { return static_cast<int64_t>(output_token_ids.size()); }
   bool finished() const { return is_finished(status); }
+  bool multimodal() const { return mm != nullptr; }
   void append_output(int32_t token);
 };
 

@@ -15,7 +15,11 @@ bool contains(const std::vector<int32_t>& v, int32_t x) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerConfig& config, const KvCacheConfig& kv_config)
-    : config_(config), kv_(kv_config) {
+    : config_(config),
+      kv_(kv_config),
+      encoder_(config.encoder_cache_bytes, config.encoder_bytes_per_token),
+      encoder_budget_(config.max_num_encoder_input_tokens > 0 ? config.max_num_encoder_input_tokens
+                                                              : config.max_num_batched_tokens) {
   VT_CHECK(config.max_num_batched_tokens >= 1, "scheduler: max_num_batched_tokens = ",
            config.max_num_batched_tokens, ", expected >= 1");
   VT_CHECK(config.max_num_seqs >= 1, "scheduler: max_num_seqs = ", config.max_num_seqs,
@@ -73,12 +77,91 @@ Request* Scheduler::pick_victim() const {
 
 void Scheduler::preempt(Request* victim) {
   kv_.free(victim->id);
+  encoder_.release_all(victim->id);
   victim->status = RequestStatus::kPreempted;
   victim->num_computed_tokens = 0;
   ++victim->num_preemptions;
   ++num_preemptions_;
   running_.erase(std::find(running_.begin(), running_.end(), victim));
   waiting_.push_front(victim);
+}
+
+namespace {
+
+// The item's placeholder rows: [first, last).
+int64_t first_row(const MultimodalItem& it) { return it.placement.runs.front().start; }
+int64_t last_row(const MultimodalItem& it) {
+  const multimodal::PlaceholderRun& r = it.placement.runs.back();
+  return r.start + r.length;
+}
+// Whether any placeholder row of the item lies in [begin, end).
+bool reads(const MultimodalItem& it, int64_t begin, int64_t end) {
+  for (const multimodal::PlaceholderRun& r : it.placement.runs)
+    if (r.start < end && r.start + r.length > begin) return true;
+  return false;
+}
+
+}  // namespace
+
+int64_t Scheduler::plan_encoder(const Request& r, int64_t computed, int64_t n, bool whole) const {
+  if (!r.mm || n <= 0) return n;
+  // Without chunked prefill the step's first encoder user runs all its items, or a
+  // prompt whose items exceed the budget would never run.
+  const bool unbounded = whole && encoder_used_ == 0;
+  int64_t used = encoder_used_, fresh = 0;
+  std::vector<BlockHash> planned, pinned;
+  for (const MultimodalItem& it : r.mm->items) {
+    if (first_row(it) >= computed + n) break;
+    if (reads(it, computed, computed + n) && encoder_.cached(it.hash()))
+      pinned.push_back(it.hash());
+  }
+  for (const MultimodalItem& it : r.mm->items) {
+    if (first_row(it) >= computed + n) break;
+    if (!reads(it, computed, computed + n)) continue;
+    const BlockHash h = it.hash();
+    if (encoder_.cached(h) || std::find(planned.begin(), planned.end(), h) != planned.end())
+      continue;
+    const int64_t tokens = it.placement.num_placeholders();
+    const bool fits = (unbounded || used == 0 || used + tokens <= encoder_budget_) &&
+                      encoder_.can_allocate(fresh + tokens, pinned);
+    if (!fits) {
+      const int64_t cut = whole ? 0 : std::max<int64_t>(0, first_row(it) - computed);
+      // Nothing else holds the cache and no shorter chunk helps: run over its capacity.
+      const bool stuck = cut == 0 && used == 0 && !encoder_.any_referenced();
+      if (!stuck) return cut;
+    }
+    used += tokens;
+    fresh += tokens;
+    planned.push_back(h);
+  }
+  return n;
+}
+
+void Scheduler::commit_encoder(const Request& r, int64_t computed, int64_t n,
+                               SchedulerOutput& out) {
+  if (!r.mm) return;
+  const auto& items = r.mm->items;
+  // Cached entries first, so that allocating the new ones cannot evict them.
+  for (int pass = 0; pass < 2; ++pass)
+    for (const MultimodalItem& it : items) {
+      if (first_row(it) >= computed + n) break;
+      if (!reads(it, computed, computed + n)) continue;
+      const BlockHash h = it.hash();
+      const bool cached = encoder_.cached(h);
+      if (pass == 0 && cached) encoder_.acquire(r.id, h, false);
+      if (pass == 1 && !cached) {
+        const int64_t tokens = it.placement.num_placeholders();
+        encoder_.allocate(h, tokens);
+        encoder_used_ += tokens;
+        out.encoder_inputs.push_back(it.input);
+        encoder_.acquire(r.id, h, true);
+      }
+    }
+  // An item whose last rows run now is done (a later item with the same hash acquires it
+  // again, or encodes it again if it was evicted meanwhile).
+  for (const MultimodalItem& it : items)
+    if (reads(it, computed, computed + n) && last_row(it) <= computed + n)
+      encoder_.release(r.id, it.hash());
 }
 
 SchedulerOutput Scheduler::schedule() {
@@ -88,6 +171,8 @@ SchedulerOutput Scheduler::schedule() {
   retired_.clear();
 
   kv_.begin_step();
+  encoder_.begin_step();
+  encoder_used_ = 0;
   int64_t budget = config_.max_num_batched_tokens;
   // Tokens to run for a request with `computed` tokens cached and `n` to go.
   auto cap = [&](const Request& r, int64_t computed, int64_t n) {
@@ -95,7 +180,9 @@ SchedulerOutput Scheduler::schedule() {
       n = std::min(n, config_.long_prefill_token_threshold);
     n = std::min(n, budget);
     // Hybrid prefix caching: end the chunk where a state snapshot is due.
-    return kv_.prefill_chunk(r, computed, n);
+    n = kv_.prefill_chunk(r, computed, n);
+    // Vision items read in this chunk need their features this step.
+    return plan_encoder(r, computed, n, !config_.enable_chunked_prefill);
   };
 
   // Running requests, oldest first.
@@ -103,7 +190,12 @@ SchedulerOutput Scheduler::schedule() {
   while (i < running_.size() && budget > 0) {
     Request* r = running_[i];
     const int64_t n = cap(*r, r->num_computed_tokens, r->num_tokens() - r->num_computed_tokens);
-    VT_CHECK(n > 0, "scheduler: running request '", r->id, "' has nothing to compute");
+    VT_CHECK(r->num_tokens() > r->num_computed_tokens, "scheduler: running request '", r->id,
+             "' has nothing to compute");
+    if (n == 0) {  // its next vision item waits for encoder budget or cache room
+      ++i;
+      continue;
+    }
     bool self_preempted = false;
     while (!kv_.allocate_slots(*r, n)) {
       Request* victim = pick_victim();
@@ -123,6 +215,7 @@ SchedulerOutput Scheduler::schedule() {
       }
     }
     if (self_preempted) continue;
+    commit_encoder(*r, r->num_computed_tokens, n, out);
     ScheduledRequest s;
     s.request = r;
     s.kind = ScheduleKind::kRunning;
@@ -143,7 +236,9 @@ SchedulerOutput Scheduler::schedule() {
     const int64_t remaining = r->num_tokens() - r->num_computed_tokens - hit.num_tokens;
     if (!config_.enable_chunked_prefill && remaining > budget) break;
     const int64_t n = cap(*r, r->num_computed_tokens + hit.num_tokens, remaining);
+    if (n == 0) break;  // its first vision item waits for encoder budget or cache room
     if (!kv_.allocate_slots(*r, n, hit)) break;
+    commit_encoder(*r, r->num_computed_tokens + hit.num_tokens, n, out);
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     ScheduledRequest s;
     s.request = r;
@@ -174,6 +269,7 @@ SchedulerOutput Scheduler::schedule() {
     if (auto c = kv_.take_state_copy_before(r->id)) out.state_copies_before.push_back(*c);
     if (auto c = kv_.snapshot_after(*r, r->num_computed_tokens)) out.state_copies_after.push_back(*c);
   }
+  out.encoder_frees = encoder_.freed();
   return out;
 }
 
@@ -202,6 +298,7 @@ void Scheduler::finish(Request* r, RequestStatus status) {
   else
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
   kv_.free(r->id);
+  encoder_.release_all(r->id);
   r->status = status;
   finished_since_schedule_.push_back(r->id);
   // Kept alive until the next schedule(): the last SchedulerOutput may point at it.

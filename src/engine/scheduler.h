@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/encoder_cache.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/request.h"
 
@@ -44,6 +45,14 @@ struct SchedulerConfig {
   bool enable_chunked_prefill = true;
   int64_t long_prefill_token_threshold = 0;  // > 0: cap on one request's tokens per step
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  // Vision encoder (multimodal requests). Feature rows encoded per step (vLLM's
+  // max_num_encoder_input_tokens; 0: max_num_batched_tokens); an item larger than it
+  // still runs when it is the step's first. The encoder cache holds up to
+  // encoder_cache_bytes of features, encoder_bytes_per_token each row (out_hidden x
+  // the model dtype's size).
+  int64_t max_num_encoder_input_tokens = 0;
+  int64_t encoder_cache_bytes = int64_t{256} << 20;
+  int64_t encoder_bytes_per_token = 1;
 };
 
 enum class ScheduleKind { kNew, kResumed, kRunning };
@@ -69,6 +78,11 @@ struct SchedulerOutput {
   // (restoring snapshots into hit requests' slots) and after it (saving snapshots).
   std::vector<StateCopy> state_copies_before;
   std::vector<StateCopy> state_copies_after;
+  // Multimodal: the runner drops these encoder cache entries, then encodes these items
+  // (keeping their features under VisionInput::hash), before the forward pass. Every
+  // placeholder row a scheduled request computes has its item cached or encoded here.
+  std::vector<BlockHash> encoder_frees;
+  std::vector<std::shared_ptr<const multimodal::VisionInput>> encoder_inputs;
   bool empty() const { return requests.empty(); }
 };
 
@@ -121,6 +135,7 @@ class Scheduler {
   const Request* find(const std::string& id) const;
   SchedulerStats stats() const;
   const KvCacheManager& kv_cache() const { return kv_; }
+  EncoderCacheStats encoder_cache_stats() const { return encoder_.stats(); }
   KvCacheManager& kv_cache() { return kv_; }
   const SchedulerConfig& config() const { return config_; }
 
@@ -130,9 +145,18 @@ class Scheduler {
   Request* pick_victim() const;
   void preempt(Request* victim);
   void finish(Request* r, RequestStatus status);
+  // Vision items of r that tokens [computed, computed + n) read: cuts n before the first
+  // item whose features are neither cached nor encodable within the step's encoder
+  // budget and cache room (with `whole`, all or nothing: 0 when anything is cut).
+  // commit_encoder() then schedules the encodes and takes the references.
+  int64_t plan_encoder(const Request& r, int64_t computed, int64_t n, bool whole) const;
+  void commit_encoder(const Request& r, int64_t computed, int64_t n, SchedulerOutput& out);
 
   SchedulerConfig config_;
   KvCacheManager kv_;
+  EncoderCacheManager encoder_;
+  int64_t encoder_budget_ = 0;  // feature rows per step
+  int64_t encoder_used_ = 0;    // in the step being scheduled
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;  // waiting or running
   std::vector<std::unique_ptr<Request>> retired_;  // finished since the last schedule()
   std::deque<Request*> waiting_;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/scheduler.h"
@@ -28,6 +29,16 @@ struct PromptLogprobRow {
   int32_t top_n = 0;     // how many top tokens to return besides the target
 };
 
+// Rows [row, row + count) of the step's flat token axis take feature rows
+// [feature_row, feature_row + count) of the vision item `input` (its encoder output).
+struct EmbedSlice {
+  int32_t row = 0;
+  int32_t count = 0;
+  int64_t feature_row = 0;
+  std::shared_ptr<const multimodal::VisionInput> input;
+  BlockHash hash() const { return {input->hash[0], input->hash[1]}; }
+};
+
 struct StepPlan : models::ForwardBatch {
   // The request (index into the batch) of each logits_indices row: the last token of
   // each request whose step reaches its end.
@@ -39,6 +50,15 @@ struct StepPlan : models::ForwardBatch {
   // `before` ahead of the forward pass and all of `after` once it is done.
   std::vector<StateCopy> state_copies_before;
   std::vector<StateCopy> state_copies_after;
+  // Multimodal (SchedulerOutput's encoder work): drop these encoder cache entries, then
+  // encode these items, then the placeholder rows take their features (`embeds`, rows
+  // ascending). A batch with a multimodal request has position_rows == 3: its prompt
+  // rows the request's MRoPE positions, its later rows and every text-only request's
+  // rows the same position on all three axes (the text-only one its index, the
+  // multimodal one index + δ).
+  std::vector<BlockHash> encoder_frees;
+  std::vector<std::shared_ptr<const multimodal::VisionInput>> encoder_inputs;
+  std::vector<EmbedSlice> embeds;
 };
 
 // Flattens a scheduler decision; request b of the batch is output.requests[b].

@@ -63,7 +63,8 @@ Generation::Generation(engine::AsyncEngine& engine, const text::Tokenizer& token
     std::string id = spec_.prompts.size() == 1 ? spec_.header.id : str_cat(spec_.header.id, "-", p);
     const int64_t prompt_len = int64_t(spec_.prompts[p].size());
     try {
-      streams_.push_back(engine_.add_request(id, spec_.prompts[p], spec_.params));
+      streams_.push_back(engine_.add_request(id, spec_.prompts[p], spec_.params, 0,
+                                             p < spec_.mm.size() ? spec_.mm[p] : nullptr));
     } catch (...) {
       for (const std::string& done : engine_ids_) engine_.abort(done);
       throw;
@@ -199,6 +200,15 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
   }
   // echo_only: the sampled token is not part of the choice (vLLM's max_tokens 0).
   if (!spec_.echo_only) delta.text += o.new_text;
+  if (spec_.return_token_ids) {
+    delta.token_ids.emplace();
+    if (!spec_.echo_only) *delta.token_ids = o.new_token_ids;
+    // Completions' stream: the prompt's ids in the choice's first chunk.
+    if (spec_.stream && !spec_.chat && !s.prompt_sent) {
+      delta.prompt_token_ids = spec_.prompts[p];
+      s.prompt_sent = true;
+    }
+  }
   for (const engine::SampleResult& r : o.logprobs) {
     if (spec_.echo_only) break;
     TokenLogprob t{token_text(r.token), r.logprob, {}};
@@ -236,6 +246,8 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
   s.text += delta.text;
   s.text_sent += delta.text.size();
   s.logprobs.insert(s.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+  if (delta.token_ids)
+    s.token_ids.insert(s.token_ids.end(), delta.token_ids->begin(), delta.token_ids->end());
   if (!delta.finish_reason.empty()) s.finish_reason = delta.finish_reason;
   return delta;
 }
@@ -273,7 +285,9 @@ bool Generation::next_frames(std::string& out) {
       continue;
     }
     const Choice delta = absorb(current_, *o);
-    if (delta.text.empty() && delta.finish_reason.empty() && delta.logprobs.empty()) continue;
+    const bool ids = (delta.token_ids && !delta.token_ids->empty()) || delta.prompt_token_ids;
+    if (delta.text.empty() && delta.finish_reason.empty() && delta.logprobs.empty() && !ids)
+      continue;
     out += sse_event(spec_.chat ? chat_chunk(spec_.header, delta, with_usage)
                                 : completion_chunk(spec_.header, delta, with_usage));
     return true;
@@ -310,6 +324,10 @@ std::string Generation::run_to_end() {
     if (have) c.prompt_logprobs = prompt_logprobs_of(p);
     c.stop_token = choices_[i].stop_token;
     c.stop_string = choices_[i].stop_string;
+    if (spec_.return_token_ids) {
+      c.token_ids = choices_[i].token_ids;
+      c.prompt_token_ids = spec_.prompts[p];
+    }
     choices.push_back(std::move(c));
   }
   return spec_.chat ? chat_completion_response(spec_.header, choices, usage())

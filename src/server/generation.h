@@ -31,6 +31,8 @@ struct GenerationSpec {
   bool chat = false;
   ResponseHeader header;
   std::vector<std::vector<int32_t>> prompts;
+  // Per prompt (or empty): its vision items and MRoPE positions (null: text only).
+  std::vector<std::shared_ptr<const engine::MultimodalPrompt>> mm;
   std::vector<std::string> echo;  // completions' echo: text put before each prompt's choices
   // echo with max_tokens 0: each choice is the echoed prompt only (its text, and with
   // logprobs its logprobs); the one sampled token is dropped.
@@ -38,6 +40,7 @@ struct GenerationSpec {
   engine::SamplingParams params;  // n and max_tokens resolved
   bool stream = false;
   bool include_usage = false;
+  bool return_token_ids = false;  // vLLM's: token ids in the response
 };
 
 class Generation;
@@ -88,6 +91,7 @@ class Generation {
   struct ChoiceState {
     std::string text;
     std::vector<TokenLogprob> logprobs;
+    std::vector<int32_t> token_ids;
     std::string finish_reason;
     std::optional<int32_t> stop_token;  // what ended it (stop_reason)
     std::string stop_string;
@@ -96,6 +100,7 @@ class Generation {
     std::chrono::steady_clock::time_point first_token, last_token;
     std::optional<std::chrono::steady_clock::time_point> first_scheduled;  // by the engine
     bool started = false;
+    bool prompt_sent = false;  // return_token_ids: the streamed prompt ids
   };
 
   // Folds one engine output of prompt p into its choice; returns the delta.

@@ -168,6 +168,16 @@ std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r) 
   json messages = json::array();
   for (const ChatMessage& m : r.messages) {
     json jm = {{"role", m.role}, {"content", m.content}};
+    if (!m.parts.empty()) {  // as the template expects media: {"type": "image"} items
+      json parts = json::array();
+      for (const ContentPart& p : m.parts) {
+        if (p.kind == ContentPart::Kind::kText)
+          parts.push_back({{"type", "text"}, {"text", p.text}});
+        else
+          parts.push_back({{"type", p.kind == ContentPart::Kind::kImage ? "image" : "video"}});
+      }
+      jm["content"] = std::move(parts);
+    }
     if (!m.name.empty()) jm["name"] = m.name;
     messages.push_back(std::move(jm));
   }
@@ -217,7 +227,26 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
                                   "overloaded");
     }
     if (chat) {
-      spec.prompts.push_back(render_chat(*chat_req));
+      std::vector<MediaRef> refs;
+      for (const ChatMessage& m : chat_req->messages)
+        for (const ContentPart& p : m.parts)
+          if (p.kind != ContentPart::Kind::kText)
+            refs.push_back({p.kind == ContentPart::Kind::kImage ? multimodal::MediaKind::kImage
+                                                                : multimodal::MediaKind::kVideo,
+                            p.url, p.param});
+      if (refs.empty()) {
+        spec.prompts.push_back(render_chat(*chat_req));
+      } else {
+        if (gen.truncate_prompt_tokens)
+          throw ApiError::bad_request("truncate_prompt_tokens",
+                                      "'truncate_prompt_tokens' cannot cut a prompt with images "
+                                      "or videos");
+        check_media_allowed(config_.media, refs);  // before the template sees the parts
+        MediaPrompt mp =
+            prepare_media_prompt(config_.media, refs, render_chat(*chat_req), tokenizer_);
+        spec.prompts.push_back(std::move(mp.ids));
+        spec.mm.push_back(std::move(mp.mm));
+      }
     } else {
       for (const Prompt& p : comp->prompts) {
         std::vector<int32_t> ids = p.text ? tokenizer_.encode(*p.text, true) : p.token_ids;
@@ -254,6 +283,7 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
     spec.header = ResponseHeader{str_cat(chat ? "chatcmpl-" : "cmpl-", hex),
                                  int64_t(std::time(nullptr)), config_.model_name};
     spec.stream = gen.stream;
+    spec.return_token_ids = gen.return_token_ids;
     spec.include_usage = gen.stream_options.include_usage;
     std::shared_ptr<Generation> g;
     try {

@@ -16,6 +16,7 @@
 #include "engine/async_engine.h"
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/media.h"
 #include "server/metrics.h"
 #include "server/protocol.h"
 #include "text/tokenizer.h"
@@ -30,6 +31,8 @@ struct ServiceConfig {
   int max_pending_requests = 1024;
   // Sampling fields for requests that leave them out (--generation-config).
   SamplingDefaults sampling_defaults;
+  // Chat image/video parts: sources, limits, the processor and its pool.
+  MediaConfig media;
 };
 
 struct HttpReply {

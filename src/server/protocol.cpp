@@ -176,9 +176,10 @@ GenerationRequest parse_common(const JsonFields& f, const SamplingDefaults& d) {
     g.truncate_prompt_tokens = *v;
   }
   reject_unimplemented(
-      f, {"allowed_token_ids", "bad_words", "use_beam_search", "return_token_ids",
-          "return_tokens_as_token_ids", "guided_json", "guided_regex", "guided_choice",
-          "guided_grammar", "structured_outputs", "logits_processors"});
+      f, {"allowed_token_ids", "bad_words", "use_beam_search", "return_tokens_as_token_ids",
+          "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
+          "logits_processors"});
+  if (auto v = f.opt_bool("return_token_ids")) g.return_token_ids = *v;
   if (auto v = f.opt_int("prompt_logprobs", 0, kMaxLogprobs)) {
     // vLLM (protocol.py check_logprobs): refused with stream when it would return any.
     if (g.stream && *v > 0) {
@@ -228,9 +229,25 @@ std::vector<Prompt> parse_prompts(const json* v) {
   return out;
 }
 
-std::string message_content(const json& content, size_t i) {
+// A media part's URL: {"url": "..."} or the string itself (vLLM accepts both).
+std::string media_url(const json& v, const std::string& param) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object()) {
+    const auto it = v.find("url");
+    if (it != v.end() && it->is_string()) return it->get<std::string>();
+  }
+  throw ApiError::bad_request(
+      param, str_cat("'", param, "' must be {\"url\": \"...\"} or a URL string"), "invalid_type");
+}
+
+// Fills msg.content (the text parts joined with "\n") and, when the array holds media,
+// msg.parts.
+void message_content(const json& content, size_t i, ChatMessage& msg) {
   const std::string param = str_cat("messages[", i, "].content");
-  if (content.is_string()) return content.get<std::string>();
+  if (content.is_string()) {
+    msg.content = content.get<std::string>();
+    return;
+  }
   if (!content.is_array()) {
     throw ApiError::bad_request(param,
                                 str_cat("'", param, "' must be a string or an array of parts, got ",
@@ -238,15 +255,36 @@ std::string message_content(const json& content, size_t i) {
                                 "invalid_type");
   }
   std::string text;
-  bool first = true;
+  bool first = true, media = false;
+  std::vector<ContentPart> parts;
   size_t k = 0;
   for (const json& part : content) {
     if (!part.is_object()) {
       throw ApiError::bad_request(param, str_cat("'", param, "' parts must be objects"),
                                   "invalid_type");
     }
-    const JsonFields pf(part, JsonPath("", str_cat(param, "[", k++, "]")));
+    const std::string part_param = str_cat(param, "[", k++, "]");
+    const JsonFields pf(part, JsonPath("", part_param));
     const std::optional<std::string> type = pf.opt_string("type");
+    ContentPart cp;
+    cp.param = part_param;
+    // image_url / video_url (OpenAI, vLLM), and vLLM's {"type": "image", "image": URL}.
+    if (type == "image_url" || type == "video_url" || type == "image" || type == "video") {
+      const bool image = type == "image_url" || type == "image";
+      const char* field = type == "image_url"   ? "image_url"
+                          : type == "video_url" ? "video_url"
+                          : image               ? "image"
+                                                : "video";
+      const json* v = pf.find(field);
+      if (!v)
+        throw ApiError::bad_request(part_param, str_cat("'", part_param, "' has no '", field, "'"),
+                                    "missing_field");
+      cp.kind = image ? ContentPart::Kind::kImage : ContentPart::Kind::kVideo;
+      cp.url = media_url(*v, str_cat(part_param, ".", field));
+      media = true;
+      parts.push_back(std::move(cp));
+      continue;
+    }
     if (type != "text") {
       throw ApiError::bad_request(
           param, str_cat("'", param, "' part type '", type.value_or(""), "' is not supported"),
@@ -257,8 +295,11 @@ std::string message_content(const json& content, size_t i) {
     if (!first) text += "\n";
     text += *t;
     first = false;
+    cp.text = *t;
+    parts.push_back(std::move(cp));
   }
-  return text;
+  msg.content = std::move(text);
+  if (media) msg.parts = std::move(parts);
 }
 
 std::vector<ChatMessage> parse_messages(const JsonFields& f) {
@@ -293,7 +334,7 @@ std::vector<ChatMessage> parse_messages(const JsonFields& f) {
           param + ".role", str_cat("'", param, ".role' = '", *role, "' is not a known role"));
     }
     msg.role = *role;
-    if (const json* c = mf.find("content")) msg.content = message_content(*c, i);
+    if (const json* c = mf.find("content")) message_content(*c, i, msg);
     if (auto n = mf.opt_string("name")) msg.name = *n;
     out.push_back(std::move(msg));
   }

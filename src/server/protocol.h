@@ -85,6 +85,8 @@ struct GenerationRequest {
   std::string user;
   // Keep only the prompt's last N tokens (-1: the last max_model_len), as vLLM.
   std::optional<int64_t> truncate_prompt_tokens;
+  // vLLM's return_token_ids: the prompt's and each choice's token ids in the response.
+  bool return_token_ids = false;
 };
 
 // One prompt of a completion request: text, or token ids.
@@ -102,10 +104,21 @@ struct CompletionRequest {
   bool echo_only = false;
 };
 
+// One part of a message's content array.
+struct ContentPart {
+  enum class Kind { kText, kImage, kVideo } kind = Kind::kText;
+  std::string text;   // kText
+  std::string url;    // kImage, kVideo: image_url / video_url (object or string form)
+  std::string param;  // "messages[i].content[k]", for errors
+};
+
 struct ChatMessage {
   std::string role;     // system, user, assistant, tool, developer
   std::string content;  // a string, or the text parts joined with "\n" (as vLLM does)
   std::string name;
+  // The parts in order when content is an array holding an image or a video (the chat
+  // template then sees them as {"type": "text"|"image"|"video"} items); else empty.
+  std::vector<ContentPart> parts;
 };
 
 struct ChatCompletionRequest {

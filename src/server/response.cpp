@@ -123,6 +123,8 @@ std::string completion_response(const ResponseHeader& h, const std::vector<Choic
                   {"finish_reason", finish(c.finish_reason)},
                   {"stop_reason", stop_reason(c)},
                   {"prompt_logprobs", prompt_logprobs_json(c.prompt_logprobs)}});
+    if (c.prompt_token_ids) cs.back()["prompt_token_ids"] = *c.prompt_token_ids;
+    if (c.token_ids) cs.back()["token_ids"] = *c.token_ids;
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);
@@ -139,9 +141,12 @@ std::string chat_completion_response(const ResponseHeader& h, const std::vector<
                   {"logprobs", chat_logprobs(c)},
                   {"finish_reason", finish(c.finish_reason)},
                   {"stop_reason", stop_reason(c)}});
+    if (c.token_ids) cs.back()["token_ids"] = *c.token_ids;
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);
+  if (!choices.empty() && choices.front().prompt_token_ids)
+    j["prompt_token_ids"] = *choices.front().prompt_token_ids;
   j["prompt_logprobs"] =
       prompt_logprobs_json(choices.empty() ? std::nullopt : choices.front().prompt_logprobs);
   return dump(j);
@@ -154,6 +159,8 @@ std::string completion_chunk(const ResponseHeader& h, const Choice& c, bool with
                                {"logprobs", completion_logprobs(c)},
                                {"finish_reason", finish(c.finish_reason)},
                                {"stop_reason", stop_reason(c)}}});
+  if (c.prompt_token_ids) j["choices"][0]["prompt_token_ids"] = *c.prompt_token_ids;
+  if (c.token_ids) j["choices"][0]["token_ids"] = *c.token_ids;
   if (with_usage) j["usage"] = nullptr;
   return dump(j);
 }
@@ -178,6 +185,7 @@ std::string chat_chunk(const ResponseHeader& h, const Choice& c, bool with_usage
                                {"logprobs", chat_logprobs(c)},
                                {"finish_reason", finish(c.finish_reason)},
                                {"stop_reason", stop_reason(c)}}});
+  if (c.token_ids) j["choices"][0]["token_ids"] = *c.token_ids;
   if (with_usage) j["usage"] = nullptr;
   return dump(j);
 }

@@ -60,6 +60,10 @@ struct Choice {
   // Completions' per-choice prompt_logprobs (null when not asked for); chat writes the
   // first choice's as the response's top-level prompt_logprobs, as vLLM does.
   std::optional<std::vector<PromptPositionLogprobs>> prompt_logprobs;
+  // return_token_ids (vLLM's): the choice's output ids (in a chunk: the new ones) and its
+  // prompt's ids (completions per choice, chat at the top level of the response).
+  std::optional<std::vector<int32_t>> token_ids;
+  std::optional<std::vector<int32_t>> prompt_token_ids;
 };
 
 struct Usage {
