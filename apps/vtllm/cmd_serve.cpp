@@ -26,9 +26,8 @@
 #include "commands.h"
 #include "engine/async_engine.h"
 #include "model_setup.h"
-#include "multimodal/image.h"
-#include "multimodal/image_processor.h"
 #include "multimodal/media_pool.h"
+#include "multimodal/media_processor.h"
 #include "multimodal/processor_config.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
@@ -261,11 +260,8 @@ int cmd_serve(int argc, char** argv) {
     // The checkpoint's processor settings (preprocessor_config.json, ...).
     const multimodal::ProcessorConfig pc = multimodal::load_processor_config(dir);
     sc.media.process = [pc](multimodal::MediaKind kind, const std::string& bytes) {
-      if (kind == multimodal::MediaKind::kVideo)
-        throw multimodal::MediaError(
-            "video input needs video decoding, which this server does not include");
       const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-      return multimodal::process_image(multimodal::decode_image({data, bytes.size()}), pc.image);
+      return multimodal::process_media(kind, {data, bytes.size()}, pc);
     };
   }
   sc.media.pool = media_pool.get();
