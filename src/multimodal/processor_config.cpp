@@ -184,13 +184,15 @@ void apply_mm_processor_kwargs(ProcessorConfig& cfg, std::string_view json_text)
   Json image = pick(j, {&kSharedKwargs, &kImageOnlyKwargs});
   Json video = pick(j, {&kSharedKwargs, &kVideoOnlyKwargs});
   if (j.contains("images_kwargs")) {
-    const Json& ik = json_object(j["images_kwargs"], JsonPath(where, "images_kwargs"));
+    const JsonPath at(where, "images_kwargs");  // named: json_object returns its argument
+    const Json& ik = json_object(j["images_kwargs"], at);
     check_known(ik, {&kSharedKwargs, &kImageOnlyKwargs}, {},
                 "--mm-processor-kwargs: images_kwargs");
     for (auto it = ik.begin(); it != ik.end(); ++it) image[it.key()] = it.value();
   }
   if (j.contains("videos_kwargs")) {
-    const Json& vk = json_object(j["videos_kwargs"], JsonPath(where, "videos_kwargs"));
+    const JsonPath at(where, "videos_kwargs");
+    const Json& vk = json_object(j["videos_kwargs"], at);
     check_known(vk, {&kSharedKwargs, &kVideoOnlyKwargs}, {},
                 "--mm-processor-kwargs: videos_kwargs");
     check_frames(vk, "--mm-processor-kwargs: videos_kwargs");
