@@ -45,3 +45,23 @@ wait $pid || status=$?
 trap 'rm -f "$log"' EXIT
 [ "$status" -eq 0 ] || { cat "$log"; echo "server exited with $status after SIGTERM"; exit 1; }
 echo "server stopped cleanly"
+
+# The openai client sends images to the VL oracle fixture (its own images, data: URLs).
+vl=$(cd "$here/../.." && pwd)/tests/fixtures/qwen3_5-tiny-vl
+if [ -f "$vl/vl_reference.json" ]; then
+  "$bin" serve "$vl" --host 127.0.0.1 --port 0 --served-model-name vl --api-key "$key" \
+    --max-num-seqs 8 --max-model-len 512 --num-gpu-blocks-override 257 >"$log" 2>&1 &
+  pid=$!
+  trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
+  port=""
+  for _ in $(seq 1 600); do
+    port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\),.*|\1|p' "$log" | head -n1)
+    [ -n "$port" ] && break
+    kill -0 $pid 2>/dev/null || { cat "$log"; echo "VL server exited before listening"; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$log"; echo "VL server did not start within 60 s"; exit 1; }
+  echo "server: $(head -n1 "$log")"
+  NODE_PATH="$modules" VTLLM_URL="http://127.0.0.1:$port" VTLLM_KEY="$key" VTLLM_FIXTURE="$vl" \
+    node "$here/vision_client_test.js" || { tail -n 20 "$log"; exit 1; }
+fi
