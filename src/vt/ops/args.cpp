@@ -87,6 +87,13 @@ void expect_no_alias(const Tensor& in, const Tensor& out, const char* op, const 
   VT_CHECK(!in.may_alias(out), op, ": out ", out.str(), " overlaps ", name, " ", in.str());
 }
 
+void expect_heads(const Tensor& t, const char* op, const char* name) {
+  expect_dtype(t, op, name, kActDTypes);
+  VT_CHECK(t.dim() == 3, op, ": ", name, " ", t.str(), " must be [tokens, heads, head_dim]");
+  VT_CHECK(t.stride(2) == 1 || t.size(2) == 1, op, ": ", name, " ", t.str(),
+           " needs its head_dim contiguous");
+}
+
 void no_backend(const char* op, Device d) {
   VT_THROW(op, ": no ", d.is_cuda() ? "CUDA" : "CPU", " implementation (tensors on ", d.str(), ")");
 }

@@ -49,6 +49,9 @@ void expect_device(const Stream& s, const char* op, std::initializer_list<const 
 void expect_no_partial_alias(const Tensor& in, const Tensor& out, const char* op, const char* name);
 void expect_no_alias(const Tensor& in, const Tensor& out, const char* op, const char* name);
 [[noreturn]] void no_backend(const char* op, Device d);
+// t is [tokens, heads, head_dim] in an activation dtype with head_dim contiguous (the
+// token and head strides free: per-head views of a fused projection pass).
+void expect_heads(const Tensor& t, const char* op, const char* name);
 
 // {f32, bf16, f16}: the activation dtypes.
 inline constexpr std::initializer_list<DType> kActDTypes = {DType::kF32, DType::kBF16, DType::kF16};

@@ -12,13 +12,6 @@ namespace vt {
 
 namespace {
 
-void check_heads(const Tensor& t, const char* op, const char* name) {
-  expect_dtype(t, op, name, kActDTypes);
-  VT_CHECK(t.dim() == 3, op, ": ", name, " ", t.str(), " must be [tokens, heads, head_dim]");
-  VT_CHECK(t.stride(2) == 1 || t.size(2) == 1, op, ": ", name, " ", t.str(),
-           " needs its head_dim contiguous");
-}
-
 void check_cache(const Tensor& c, const char* op, const char* name) {
   expect_dtype(c, op, name, kActDTypes);
   VT_CHECK(c.dim() == 4 && c.is_contiguous(), op, ": ", name, " ", c.str(),
@@ -66,8 +59,8 @@ void check_host_batch(PagedBatch& pb, const Tensor& q, const Tensor& block_table
 SlotMapping check_kv_cache_write(const Stream& s, const Tensor& k, const Tensor& v,
                                  const Tensor& slot_mapping, const Tensor& k_cache,
                                  const Tensor& v_cache, const char* op) {
-  check_heads(k, op, "k");
-  check_heads(v, op, "v");
+  expect_heads(k, op, "k");
+  expect_heads(v, op, "v");
   expect_shape(v, op, "v", k.shape());
   check_cache(k_cache, op, "k_cache");
   check_cache(v_cache, op, "v_cache");
@@ -113,8 +106,8 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
                      const Tensor& block_table, float scale, Tensor& out,
                      const AttentionBounds& bounds) {
   const char* op = "paged_attention";
-  check_heads(q, op, "q");
-  check_heads(out, op, "out");
+  expect_heads(q, op, "q");
+  expect_heads(out, op, "out");
   expect_shape(out, op, "out", q.shape());
   expect_no_alias(q, out, op, "q");
   check_cache(k_cache, op, "k_cache");

@@ -14,13 +14,6 @@ namespace vt {
 
 namespace {
 
-void check_heads(const Tensor& t, const char* op, const char* name) {
-  expect_dtype(t, op, name, kActDTypes);
-  VT_CHECK(t.dim() == 3, op, ": ", name, " ", t.str(), " must be [tokens, heads, head_dim]");
-  VT_CHECK(t.stride(2) == 1 || t.size(2) == 1, op, ": ", name, " ", t.str(),
-           " needs its head_dim contiguous");
-}
-
 cpu::HeadsView heads_view(const Tensor& t) {
   return {t.data_ptr(), t.dtype(), t.size(0), t.size(1), t.size(2), t.stride(0), t.stride(1)};
 }
@@ -105,10 +98,10 @@ void weighted_gather(Stream& s, const Tensor& table, const Tensor& idx, const Te
 void segment_attention(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                        const Tensor& cu_seqlens, float scale, Tensor& out) {
   const char* op = "segment_attention";
-  check_heads(q, op, "q");
-  check_heads(k, op, "k");
-  check_heads(v, op, "v");
-  check_heads(out, op, "out");
+  expect_heads(q, op, "q");
+  expect_heads(k, op, "k");
+  expect_heads(v, op, "v");
+  expect_heads(out, op, "out");
   expect_shape(k, op, "k", q.shape());
   expect_shape(v, op, "v", q.shape());
   expect_shape(out, op, "out", q.shape());

@@ -15,12 +15,6 @@ namespace vt {
 
 namespace {
 
-void check_heads(const Tensor& t, const char* op, const char* name) {
-  expect_dtype(t, op, name, kActDTypes);
-  VT_CHECK(t.dim() == 3 && (t.stride(2) == 1 || t.size(2) == 1), op, ": ", name, " ", t.str(),
-           " must be [tokens, heads, head_dim] with head_dim contiguous");
-}
-
 void expect_f32_contiguous(const Tensor& t, const char* op, const char* name, const Shape& shape) {
   expect_dtype(t, op, name, {DType::kF32});
   expect_shape(t, op, name, shape);
@@ -56,9 +50,9 @@ void gate_checks(const char* op, const Tensor& a, const Tensor& b, const Tensor&
 Varlen delta_checks(const char* op, Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                     const Tensor& g, const Tensor& beta, const Tensor& qsl, const Tensor& state,
                     const Tensor& slots, const Tensor& out) {
-  check_heads(q, op, "q");
-  check_heads(k, op, "k");
-  check_heads(v, op, "v");
+  expect_heads(q, op, "q");
+  expect_heads(k, op, "k");
+  expect_heads(v, op, "v");
   expect_shape(k, op, "k", q.shape());
   const int64_t T = q.size(0), hk = q.size(1), dk = q.size(2), hv = v.size(1), dv = v.size(2);
   VT_CHECK(v.size(0) == T, op, ": v ", v.str(), " has a token count other than q's ", T);
@@ -220,10 +214,10 @@ void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tens
                          float eps, const Tensor& query_start_loc, Tensor& state,
                          const Tensor& state_slots, Tensor& out) {
   const char* op = "gdn_fused_recurrent";
-  check_heads(q, op, "q");
-  check_heads(k, op, "k");
-  check_heads(v, op, "v");
-  check_heads(z, op, "z");
+  expect_heads(q, op, "q");
+  expect_heads(k, op, "k");
+  expect_heads(v, op, "v");
+  expect_heads(z, op, "z");
   expect_shape(k, op, "k", q.shape());
   expect_shape(z, op, "z", v.shape());
   const int64_t T = q.size(0), hk = q.size(1), dk = q.size(2), hv = v.size(1), dv = v.size(2);
