@@ -203,31 +203,32 @@ EngineParts build_engine(const EngineArgs& a) {
     s.chat_template_error = e.what();
   }
 
+  models::ModelOptions options = models::ModelOptions::from_env();
+  options.language_model_only = a.language_model_only;  // no tower built, its weights not read
   models::LoadConfig load;
   load.format = a.load_format;
   load.dummy_seed = a.dummy_seed;
   load.progress = a.progress;
   if (a.device.is_cpu()) {
     check_cpu_cache_fits(s.model_config, ec.kv_cache, a);
-    s.runner = ModelRunner::load(s.model_config, a.dir, ec.kv_cache, load);
+    s.runner = ModelRunner::load(s.model_config, a.dir, ec.kv_cache, load, std::nullopt, options);
   } else {
     const GraphOptions graphs = graph_options(a, max_model_len);
     load.device = a.device;
     load.dtype = vt::DType::kBF16;
     if (a.num_gpu_blocks_override) {
-      s.runner = ModelRunner::load(s.model_config, a.dir, ec.kv_cache, load, graphs);
+      s.runner = ModelRunner::load(s.model_config, a.dir, ec.kv_cache, load, graphs, options);
     } else {
       MemoryBudget budget;
       budget.gpu_memory_utilization = a.gpu_memory_utilization;
       budget.max_num_batched_tokens = a.max_num_batched_tokens;
       budget.max_num_seqs = int32_t(a.max_num_seqs);
       s.runner = ModelRunner::load_sized(s.model_config, a.dir, ec.kv_cache, load, budget,
-                                         a.quiet, graphs);
+                                         a.quiet, graphs, options);
     }
     ec.kv_cache = s.runner->kv_config();  // load_sized set num_blocks
   }
   s.hybrid = needs_state_slots(s.runner->model());
-  if (a.language_model_only) s.runner->disable_vision();
   s.vision = s.runner->encoder_bytes_per_token() > 0;
   if (s.vision) ec.scheduler.encoder_bytes_per_token = s.runner->encoder_bytes_per_token();
   if (s.multimodal && !s.vision && !a.language_model_only && !a.quiet)

@@ -87,9 +87,10 @@ void ModelRunner::copy_states(const std::vector<StateCopy>& copies) {
 std::unique_ptr<ModelRunner> ModelRunner::load(const io::ModelConfig& config,
                                                const std::string& dir, const KvCacheConfig& kv,
                                                const models::LoadConfig& load,
-                                               const std::optional<GraphOptions>& graphs) {
+                                               const std::optional<GraphOptions>& graphs,
+                                               const models::ModelOptions& options) {
   auto stream = std::make_unique<vt::Stream>(load.device);
-  auto model = models::load_model(config, dir, *stream, load);
+  auto model = models::load_model(config, dir, *stream, load, options);
   return std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv, graphs);
 }
 
@@ -102,11 +103,13 @@ std::unique_ptr<ModelRunner> ModelRunner::load_sized(const io::ModelConfig& conf
                                                      const KvCacheConfig& kv_in,
                                                      const models::LoadConfig& load,
                                                      const MemoryBudget& budget, bool quiet,
-                                                     const std::optional<GraphOptions>& graphs) {
-  if (!load.device.is_cuda()) return ModelRunner::load(config, dir, kv_in, load, graphs);
+                                                     const std::optional<GraphOptions>& graphs,
+                                                     const models::ModelOptions& options) {
+  if (!load.device.is_cuda())
+    return ModelRunner::load(config, dir, kv_in, load, graphs, options);
   auto stream = std::make_unique<vt::Stream>(load.device);
   const uint64_t before = vt::device_memory_info(load.device).used();
-  auto model = models::load_model(config, dir, *stream, load);
+  auto model = models::load_model(config, dir, *stream, load, options);
   stream->synchronize();
   // Loading frees device temporaries (the per-projection pieces of stacked weights) into
   // the caching allocator; back to the driver with them, or the plan would count them

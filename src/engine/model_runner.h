@@ -39,11 +39,12 @@ class ModelRunner final : public ModelExecutor {
   ~ModelRunner() override;
 
   // Loads the model of `config` from DIR (safetensors, or dummy weights with
-  // load.format == kDummy) on load.device with kv.num_blocks blocks.
-  static std::unique_ptr<ModelRunner> load(const io::ModelConfig& config, const std::string& dir,
-                                           const KvCacheConfig& kv,
-                                           const models::LoadConfig& load = {},
-                                           const std::optional<GraphOptions>& graphs = std::nullopt);
+  // load.format == kDummy) on load.device with kv.num_blocks blocks, built with
+  // `options` (options.language_model_only: no vision tower, its weights not read).
+  static std::unique_ptr<ModelRunner> load(
+      const io::ModelConfig& config, const std::string& dir, const KvCacheConfig& kv,
+      const models::LoadConfig& load = {}, const std::optional<GraphOptions>& graphs = std::nullopt,
+      const models::ModelOptions& options = models::ModelOptions::from_env());
   // The same with DIR/config.json, on the CPU from safetensors.
   static std::unique_ptr<ModelRunner> load(const std::string& dir, const KvCacheConfig& kv);
 
@@ -56,7 +57,9 @@ class ModelRunner final : public ModelExecutor {
                                                  const models::LoadConfig& load,
                                                  const MemoryBudget& budget, bool quiet = false,
                                                  const std::optional<GraphOptions>& graphs =
-                                                     std::nullopt);
+                                                     std::nullopt,
+                                                 const models::ModelOptions& options =
+                                                     models::ModelOptions::from_env());
 
   int64_t vocab_size() const override;
   StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) override;
@@ -64,8 +67,6 @@ class ModelRunner final : public ModelExecutor {
   // the unfused attention preamble (VTLLM_FUSE_ATTN_PREAMBLE=0 takes no MRoPE positions).
   int64_t check_multimodal() const override;
   int64_t encoder_bytes_per_token() const override;
-  // --language-model-only: no vision encoding; check_multimodal() refuses from now on.
-  void disable_vision() { embedder_.reset(); }
   // Vision items encoded so far (each once while its features stay cached).
   int64_t num_encoded_items() const { return embedder_ ? embedder_->num_encoded() : 0; }
   // The step's logits of plan.logits_indices as f32 on the host (bf16 on CUDA, widened

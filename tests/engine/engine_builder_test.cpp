@@ -80,6 +80,26 @@ TEST(EngineBuilder, ValidatesEveryFlagByName) {
   EXPECT_NE(error_of(a).find("/nonexistent-model-dir/config.json"), std::string::npos);
 }
 
+TEST(EngineBuilder, LanguageModelOnlyBuildsNoVisionTower) {
+  EngineArgs a;
+  a.dir = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3_5-tiny-vl";
+  a.max_num_seqs = 2;
+  a.quiet = true;
+  EngineParts with = build_engine(a);
+  EXPECT_TRUE(with.vision);
+  // vision_tower() is the model's non-const accessor; the test only reads it.
+  auto tower = [](EngineParts& p) {
+    return const_cast<models::Model&>(p.runner->model()).vision_tower();
+  };
+  EXPECT_NE(tower(with), nullptr);
+  a.language_model_only = true;
+  EngineParts without = build_engine(a);
+  EXPECT_FALSE(without.vision);
+  EXPECT_EQ(tower(without), nullptr);
+  EXPECT_NE(without.describe(a).find("language model only"), std::string::npos)
+      << without.describe(a);
+}
+
 TEST(EngineBuilder, GenerationConfigSelectsTheSamplingDefaults) {
   EngineArgs a;
   a.dir = kModel;
