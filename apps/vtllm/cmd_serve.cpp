@@ -69,6 +69,8 @@ constexpr const char* kUsage =
     "  --allowed-local-media-path D  chat media may be file:// URLs under D (default: refused)\n"
     "  --limit-mm-per-prompt JSON    media per request, e.g. '{\"image\": 4, \"video\": 1}'\n"
     "                                (default: no limit)\n"
+    "  --mm-processor-kwargs JSON    processor settings over the checkpoint's, as vLLM, e.g.\n"
+    "                                '{\"max_pixels\": 1003520, \"fps\": 1}'\n"
     "  --media-pool-threads N        threads decoding and preprocessing media (default\n"
     "                                min(cores, 8))\n"
     "  (--max-num-seqs defaults to 256)\n";
@@ -176,7 +178,8 @@ int cmd_serve(int argc, char** argv) {
                         "allowed-headers",
                         "allowed-local-media-path",
                         "limit-mm-per-prompt",
-                        "media-pool-threads"})
+                        "media-pool-threads",
+                        "mm-processor-kwargs"})
     value_flags.emplace_back(f);
   std::vector<std::string> bool_flags = model_bool_flags();
   bool_flags.emplace_back("help");
@@ -227,6 +230,12 @@ int cmd_serve(int argc, char** argv) {
   raise_open_file_limit();
   // A busy port fails now, not after the model loaded.
   if (hc.port != 0) server::check_listen_address(hc.host, hc.port);
+  // Checked before the model loads; applied to the checkpoint's processor config below.
+  const std::optional<std::string> mm_kwargs = args.get("mm-processor-kwargs");
+  if (mm_kwargs) {
+    multimodal::ProcessorConfig probe;
+    multimodal::apply_mm_processor_kwargs(probe, *mm_kwargs);
+  }
 
   // Threads started from here on (engine, HTTP) inherit the blocked signals;
   // the main thread takes them with sigwait.
@@ -258,7 +267,8 @@ int cmd_serve(int argc, char** argv) {
     media_pool = std::make_unique<multimodal::MediaPool>(
         int(int_flag(args, "media-pool-threads", multimodal::MediaPool::default_size(), 1, 256)));
     // The checkpoint's processor settings (preprocessor_config.json, ...).
-    const multimodal::ProcessorConfig pc = multimodal::load_processor_config(dir);
+    multimodal::ProcessorConfig pc = multimodal::load_processor_config(dir);
+    if (mm_kwargs) multimodal::apply_mm_processor_kwargs(pc, *mm_kwargs);
     sc.media.process = [pc](multimodal::MediaKind kind, const std::string& bytes) {
       const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
       return multimodal::process_media(kind, {data, bytes.size()}, pc);

@@ -38,6 +38,7 @@ expect_refusal "--max-body-bytes -1" --max-body-bytes -1
 expect_refusal "--header-timeout 0" --header-timeout 0
 expect_refusal "--max-connections expects an integer" --max-connections many
 expect_refusal "127.0.0.1:$port: Address already in use" --port "$port"
+expect_refusal "--mm-processor-kwargs: unknown key 'bogus'" --mm-processor-kwargs '{"bogus": 1}'
 # SIGTERM drains and exits 0.
 kill -TERM $pid
 status=0
