@@ -268,7 +268,9 @@ bool Generation::next_frames(std::string& out) {
   if (spec_.chat && !roles_sent_) {
     roles_sent_ = true;
     for (size_t i = 0; i < choices_.size(); ++i) {
-      out += sse_event(chat_role_chunk(spec_.header, int(i), with_usage));
+      // A chat request has one prompt: its (expanded) ids go with each choice's role chunk.
+      out += sse_event(chat_role_chunk(spec_.header, int(i), with_usage,
+                                       spec_.return_token_ids ? &spec_.prompts[0] : nullptr));
     }
     return true;
   }

@@ -165,8 +165,10 @@ std::string completion_chunk(const ResponseHeader& h, const Choice& c, bool with
   return dump(j);
 }
 
-std::string chat_role_chunk(const ResponseHeader& h, int index, bool with_usage) {
+std::string chat_role_chunk(const ResponseHeader& h, int index, bool with_usage,
+                            const std::vector<int32_t>* prompt_token_ids) {
   json j = head(h, "chat.completion.chunk");
+  if (prompt_token_ids) j["prompt_token_ids"] = *prompt_token_ids;
   j["choices"] = json::array({{{"index", index},
                                {"delta", {{"role", "assistant"}, {"content", ""}}},
                                {"logprobs", nullptr},

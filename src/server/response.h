@@ -90,8 +90,10 @@ std::string chat_completion_response(const ResponseHeader& h, const std::vector<
 // Streaming chunks. `with_usage` (stream_options.include_usage) adds "usage": null
 // to every chunk but the final usage chunk, as OpenAI documents.
 std::string completion_chunk(const ResponseHeader& h, const Choice& c, bool with_usage);
-// The first chunk of a chat choice: delta {"role": "assistant", "content": ""}.
-std::string chat_role_chunk(const ResponseHeader& h, int index, bool with_usage);
+// The first chunk of a chat choice: delta {"role": "assistant", "content": ""}; with
+// return_token_ids, the prompt's ids at the top level (as vLLM's first chat chunk).
+std::string chat_role_chunk(const ResponseHeader& h, int index, bool with_usage,
+                            const std::vector<int32_t>* prompt_token_ids = nullptr);
 // A content delta; finish_reason set on the last one.
 std::string chat_chunk(const ResponseHeader& h, const Choice& c, bool with_usage);
 // The last chunk when include_usage is set: "choices": [] and the usage.

@@ -279,6 +279,24 @@ TEST_F(MmChat, ReturnTokenIdsGivesThePromptAndOutputIds) {
     EXPECT_EQ(r["choices"][0]["token_ids"].get<std::vector<int32_t>>(),
               (std::vector<int32_t>{65, 65, 65}));
   }
+  // A chat stream: the prompt's ids in the role chunk, at the top level.
+  json chat_stream = body;
+  chat_stream["stream"] = true;
+  OpenAiService::Started cs = service_->chat_completions(chat_stream.dump());
+  ASSERT_TRUE(cs.gen) << cs.reply.body;
+  std::string chat_frames;
+  while (cs.gen->next_frames(chat_frames)) {
+  }
+  const size_t first = chat_frames.find("data: {");
+  ASSERT_NE(first, std::string::npos) << chat_frames;
+  const json role =
+      json::parse(chat_frames.substr(first + 6, chat_frames.find("\n\n", first) - first - 6));
+  EXPECT_EQ(role["choices"][0]["delta"]["role"], "assistant");
+  {
+    std::lock_guard lock(model_->mu_);
+    ASSERT_EQ(model_->prompts.size(), 2u);
+    EXPECT_EQ(role["prompt_token_ids"].get<std::vector<int32_t>>(), model_->prompts[1]);
+  }
   // Completions: per choice, and in a stream the ids arrive with the chunks.
   const json cbody = {
       {"prompt", "Hello there"}, {"max_tokens", 2}, {"temperature", 0}, {"return_token_ids", true}};
