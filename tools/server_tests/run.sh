@@ -9,19 +9,26 @@ model=$2
 modules=$("$here/../../scripts/npm_deps.sh")
 log=$(mktemp)
 key="sk-vtllm-test-$$"
-"$bin" serve "$model" --host 127.0.0.1 --port 0 --served-model-name tiny --api-key "$key" \
-  --max-num-seqs 64 --max-model-len 512 --num-gpu-blocks-override 2049 >"$log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
-port=""
-for _ in $(seq 1 600); do
-  port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\),.*|\1|p' "$log" | head -n1)
-  [ -n "$port" ] && break
-  kill -0 $pid 2>/dev/null || { cat "$log"; echo "server exited before listening"; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$log"; echo "server did not start within 60 s"; exit 1; }
-echo "server: $(head -n1 "$log")"
+# start_server MODEL_DIR NAME ARGS...: `vtllm serve` on a free loopback port with the key,
+# its output in $log; sets pid and port once it listens (exits 1 if it does not).
+start_server() {
+  local dir=$1 name=$2
+  shift 2
+  "$bin" serve "$dir" --host 127.0.0.1 --port 0 --served-model-name "$name" --api-key "$key" \
+    "$@" >"$log" 2>&1 &
+  pid=$!
+  trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
+  port=""
+  for _ in $(seq 1 600); do
+    port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\),.*|\1|p' "$log" | head -n1)
+    [ -n "$port" ] && break
+    kill -0 $pid 2>/dev/null || { cat "$log"; echo "$name server exited before listening"; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$log"; echo "$name server did not start within 60 s"; exit 1; }
+  echo "server: $(head -n1 "$log")"
+}
+start_server "$model" tiny --max-num-seqs 64 --max-model-len 512 --num-gpu-blocks-override 2049
 NODE_PATH="$modules" VTLLM_URL="http://127.0.0.1:$port" VTLLM_KEY="$key" node "$here/openai_client_test.js"
 # The CLI refuses a bad server flag naming it, and a busy port (this server's),
 # both with status 1 and before the model loads.
@@ -50,19 +57,7 @@ echo "server stopped cleanly"
 # The openai client sends images to the VL oracle fixture (its own images, data: URLs).
 vl=$(cd "$here/../.." && pwd)/tests/fixtures/qwen3_5-tiny-vl
 if [ -f "$vl/vl_reference.json" ]; then
-  "$bin" serve "$vl" --host 127.0.0.1 --port 0 --served-model-name vl --api-key "$key" \
-    --max-num-seqs 8 --max-model-len 512 --num-gpu-blocks-override 257 >"$log" 2>&1 &
-  pid=$!
-  trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
-  port=""
-  for _ in $(seq 1 600); do
-    port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\),.*|\1|p' "$log" | head -n1)
-    [ -n "$port" ] && break
-    kill -0 $pid 2>/dev/null || { cat "$log"; echo "VL server exited before listening"; exit 1; }
-    sleep 0.1
-  done
-  [ -n "$port" ] || { cat "$log"; echo "VL server did not start within 60 s"; exit 1; }
-  echo "server: $(head -n1 "$log")"
+  start_server "$vl" vl --max-num-seqs 8 --max-model-len 512 --num-gpu-blocks-override 257
   NODE_PATH="$modules" VTLLM_URL="http://127.0.0.1:$port" VTLLM_KEY="$key" VTLLM_FIXTURE="$vl" \
     node "$here/vision_client_test.js" || { tail -n 20 "$log"; exit 1; }
 fi
