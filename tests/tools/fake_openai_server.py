@@ -26,6 +26,10 @@ class State:
         self.count = 0
 
 
+# The id of a response's i-th token, where the request asks for ids (llama.cpp or vLLM style).
+ANSWER_ID0 = 7000
+
+
 def make_handler(args, state):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -83,8 +87,14 @@ def make_handler(args, state):
                     if i:
                         time.sleep(args.itl_ms / 1000)
                     text = "" if i % 4 == 3 else f" t{i}"
-                    self._event({"id": "x", "object": "text_completion",
-                                 "choices": [{"index": 0, "text": text, "finish_reason": None}]})
+                    chunk = {"id": "x", "object": "text_completion",
+                             "choices": [{"index": 0, "text": text, "finish_reason": None}]}
+                    if body.get("return_tokens") and body.get("verbose"):
+                        # llama-server's OpenAI endpoints: the chunk's ids under __verbose.
+                        chunk["__verbose"] = {"tokens": [ANSWER_ID0 + i]}
+                    elif body.get("return_token_ids"):
+                        chunk["choices"][0]["token_ids"] = [ANSWER_ID0 + i]  # vLLM's field
+                    self._event(chunk)
                 self._event({"id": "x", "object": "text_completion",
                              "choices": [{"index": 0, "text": "", "finish_reason": "length"}]})
                 if body.get("stream_options", {}).get("include_usage") and not args.no_usage:

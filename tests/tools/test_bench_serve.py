@@ -104,6 +104,23 @@ class BenchServeAgainstFakeServer(unittest.TestCase):
         self.assertEqual(len({json.dumps(b["prompt"]) for b in bodies}), 8)
         self.assertIn("TTFT", r.stdout)
 
+    def test_multi_turn_appends_the_answer_ids_each_server_returns(self):
+        # vLLM's return_token_ids (choice.token_ids) and llama.cpp's return_tokens + verbose
+        # (__verbose.tokens): either way turn 2's prompt is turn 1's prompt + the answer ids.
+        for extra in ('{"return_token_ids": true}', '{"return_tokens": true, "verbose": true}'):
+            with FakeServer() as s:
+                r = subprocess.run(
+                    [VTLLM, "bench", "serve", "--base-url", s.url, "--multi-turn",
+                     "--conversations", "1", "--turns", "2", "--user-len", "8", "--output-len",
+                     "5", "--extra-body", extra, "--json", self.json],
+                    capture_output=True, text=True, timeout=90)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                bodies = s.stats()["bodies"]
+            turns = [b["prompt"] for b in bodies if len(b["prompt"]) > 1]
+            self.assertEqual(len(turns[-2]), 8, extra)
+            self.assertEqual(turns[-1][:13], turns[-2] + list(range(7000, 7005)), extra)
+            self.assertEqual(load(self.json)["turns"][1]["reusable_tokens"], 13, extra)
+
     def test_counts_token_events_when_the_server_sends_no_usage(self):
         with FakeServer("--no-usage") as s:
             r = bench(s.url, self.json, "--concurrency", "2", "--num-prompts", "4",

@@ -15,16 +15,18 @@
 #       memory (nvidia-smi, sampled every 200 ms while the server lives), the server's own
 #       report and the exact commands.
 #   tools/bench/run_peers.sh multi-turn --vtllm PATH [--peers "vtllm llama.cpp"]
-#                                [--patterns "append rewrite system"] [--conversations 32]
-#                                [--turns 8] [--user-len 256] [--output-len 128]
-#                                [--system-len 2048] [--commit SHA]
+#                                [--patterns "append append-text rewrite system"]
+#                                [--conversations 32] [--turns 8] [--user-len 256]
+#                                [--output-len 128] [--system-len 2048] [--commit SHA]
 #       prefix caching (issue 25): for each peer and pattern, a fresh server and one
 #       `vtllm bench serve --multi-turn` run (append: each turn carries the previous
-#       answer; rewrite: other ids in its place; system: append behind a shared system
-#       prefix of --system-len tokens). Slots = conversations, so every conversation stays
-#       resident; llama.cpp runs llama_cpp.sh serve-multi-turn (its prompt cache and
-#       recurrent-state checkpoints). The answer ids come back through each server's
-#       /tokenize (vtllm, llama.cpp's form for llama.cpp). Results: $out/mt-PEER-PATTERN.json.
+#       answer's ids as the server generated them, returned with the response: vLLM's
+#       return_token_ids for vtllm, return_tokens + verbose for llama.cpp; append-text: the
+#       answer's text re-tokenized by the server's /tokenize, as a client that keeps text
+#       would send it; rewrite: other ids in the answer's place; system: append behind a
+#       shared system prefix of --system-len tokens). Slots = conversations, so every
+#       conversation stays resident; llama.cpp runs llama_cpp.sh serve-multi-turn (its
+#       prompt cache and recurrent-state checkpoints). Results: $out/mt-PEER-PATTERN.json.
 #
 # Every peer launch below is checked by tools/bench/check_peer_config.py.
 set -euo pipefail
@@ -39,7 +41,7 @@ mode=${1:-}
 [ -n "$mode" ] && shift
 work=/tmp/vtllm-bench llama_src="" tokenizer_dir="" vtllm="" peers="vtllm llama.cpp transformers"
 num_prompts=0 commit="" out=""
-patterns="append rewrite system" conversations=32 turns=8 user_len=256 mt_output_len=128 system_len=2048
+patterns="append append-text rewrite system" conversations=32 turns=8 user_len=256 mt_output_len=128 system_len=2048
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) work=$2; shift 2 ;;
@@ -185,10 +187,17 @@ run_multi_turn() {  # PEER PATTERN
   [ "$pattern" = rewrite ] && mt_mode=rewrite
   # A conversation's longest prompt: the prefix, every user turn and all answers but the last.
   local longest=$(( sys + turns * user_len + (turns - 1) * mt_output_len ))
-  local tag="mt-$peer-$pattern" log=$out/mt-$peer-$pattern.server.log answer_ids=tokenize
+  local tag="mt-$peer-$pattern" log=$out/mt-$peer-$pattern.server.log answer_ids=auto
+  # The generated ids, returned with each response (auto), or the text re-tokenized.
+  local extra_body='{"return_token_ids": true}'
+  [ "$peer" = llama.cpp ] && extra_body='{"return_tokens": true, "verbose": true}'
+  if [ "$pattern" = append-text ]; then
+    answer_ids=tokenize extra_body='{}'
+    [ "$peer" = llama.cpp ] && answer_ids=tokenize-llama
+  fi
   echo "=== $tag: $conversations conversations x $turns turns"
   if [ "$peer" = llama.cpp ]; then
-    port=8080 answer_ids=tokenize-llama
+    port=8080
     server_cmd=("$peers_dir/llama_cpp.sh" serve-multi-turn "$gguf" "$conversations" "$longest"
       "$mt_output_len" "$port")
   else
@@ -200,7 +209,7 @@ run_multi_turn() {  # PEER PATTERN
     "$vtllm" bench serve --multi-turn --base-url "http://127.0.0.1:$port" --model "$peer" \
       --conversations "$conversations" --turns "$turns" --user-len "$user_len" \
       --output-len "$mt_output_len" --system-len "$sys" --multi-turn-mode "$mt_mode" \
-      --answer-ids "$answer_ids" --json "$out/$tag.json" || rc=$?
+      --answer-ids "$answer_ids" --extra-body "$extra_body" --json "$out/$tag.json" || rc=$?
   else
     rc=1
     tail -n 30 "$log"
@@ -228,5 +237,5 @@ case "$mode" in
       for w in "${workloads[@]}"; do run_one "$peer" "$w"; done
     done
     ;;
-  *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

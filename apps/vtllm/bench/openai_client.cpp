@@ -134,13 +134,15 @@ RequestTiming CompletionClient::run(const Prompt& prompt) {
       if (auto c = tm->find("cache_n"); c != tm->end() && c->is_number_integer())
         t.cached_tokens = c->get<int64_t>();
     if (params_.keep_output) {
-      // llama.cpp (return_tokens): the chunk's ids at the top level or in the choice.
+      // llama.cpp (return_tokens): the chunk's ids at the top level (/completion) or, on its
+      // OpenAI endpoints with "verbose": true, under "__verbose"; vLLM's in the choice.
       auto take = [&](const nlohmann::json& obj, const char* key) {
         if (auto v = obj.find(key); v != obj.end() && v->is_array())
           for (const auto& id : *v)
             if (id.is_number_integer()) t.token_ids.push_back(id.get<int32_t>());
       };
       take(j, "tokens");
+      if (auto v = j.find("__verbose"); v != j.end() && v->is_object()) take(*v, "tokens");
       if (auto ch = j.find("choices"); ch != j.end() && ch->is_array() && !ch->empty()) {
         take((*ch)[0], "token_ids");  // vLLM return_token_ids
         take((*ch)[0], "tokens");

@@ -5,6 +5,10 @@
 #       configure + build llama.cpp's CUDA backend for sm_90 (H200) from a source tree
 #       fetched at run time (our repository holds no llama.cpp code); default build dir
 #       /tmp/llama.cpp-build. Targets: llama-server, llama-bench, llama-batched-bench.
+#   llama_cpp.sh pack-source GIT_DIR OUT_TAR_XZ
+#       the part of a llama.cpp git checkout or mirror (HEAD) that build and convert need
+#       (no docs, models, tests, examples, web UI sources or non-CUDA GPU backends), as
+#       lsrc/ in an xz tarball small enough to travel to the GPU machine (~6 MB).
 #   llama_cpp.sh convert SRC_DIR HF_DIR OUT_GGUF
 #       llama.cpp's own converter, bf16, no MTP head (the dummy checkpoint has none).
 #   llama_cpp.sh serve GGUF MAX_CONCURRENCY INPUT_LEN OUTPUT_LEN PORT
@@ -25,8 +29,9 @@
 # tools/bench/check_peer_config.py reads the llama-server line below and fails when a
 # production setting is missing; keep its flags explicit even where they are defaults.
 set -euo pipefail
+shopt -s extglob
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 cmd=${1:-}
 case "$cmd" in
@@ -35,12 +40,37 @@ case "$cmd" in
     src=$2
     build=${3:-/tmp/llama.cpp-build}
     [ -f "$src/CMakeLists.txt" ] || { echo "llama_cpp.sh: $src is not a llama.cpp source tree" >&2; exit 1; }
-    # sm_90 only keeps the build near 270 s with -j16; curl is off (the GPU machine has no network).
+    # sm_90 only keeps the build near 270 s with -j16; curl is off (the GPU machine has no
+    # network); the embedded web UI is off (a benchmark never loads it).
     cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_SERVER=ON
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_SERVER=ON \
+      -DLLAMA_BUILD_UI=OFF
     cmake --build "$build" -j "${JOBS:-$(nproc)}" --target llama-server llama-bench llama-batched-bench
     "$build/bin/llama-server" --version 2>&1 | tail -n 2
+    ;;
+  pack-source)
+    [ $# -eq 3 ] || usage
+    git_dir=$2 out=$(realpath -m "$3")
+    tmp=$(mktemp -d)
+    # Blob by blob: a mirror may lack large files outside these paths (git archive fails there).
+    git -C "$git_dir" ls-tree -r HEAD -- CMakeLists.txt cmake common conversion \
+        convert_hf_to_gguf.py ggml gguf-py include src tools vendor licenses LICENSE app \
+        scripts/ui-assets.cmake |
+      while read -r mode _ sha path; do
+        case "$path" in  # the GPU backends other than CUDA
+          ggml/src/ggml-@(vulkan|sycl|metal|opencl|cann|musa|hip|webgpu|zdnn|kompute|hexagon|openvino|et|virtgpu)/*)
+            continue ;;
+        esac
+        mkdir -p "$tmp/lsrc/$(dirname "$path")"
+        git -C "$git_dir" cat-file blob "$sha" > "$tmp/lsrc/$path" 2> /dev/null ||
+          { echo "llama_cpp.sh: $path is not in $git_dir (left out)" >&2; continue; }
+        if [ "$mode" = 100755 ]; then chmod +x "$tmp/lsrc/$path"; fi
+      done
+    git -C "$git_dir" rev-parse HEAD > "$tmp/lsrc/COMMIT"
+    tar -cJf "$out" -C "$tmp" lsrc
+    rm -rf "$tmp"
+    ls -l "$out"
     ;;
   convert)
     [ $# -eq 4 ] || usage
