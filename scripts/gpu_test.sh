@@ -91,8 +91,10 @@ if [ -z "$pkg_config" ]; then
   "$pkg_config" --version >/dev/null || die "the unpacked pkgconf does not run on this machine"
 fi
 export PKG_CONFIG_PATH="$libdir/pkgconfig:$usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-# Header-only packages found by #include alone, and the shared libraries at run time.
-export CPLUS_INCLUDE_PATH="$usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}"
+# Header-only packages found by #include alone, and the shared libraries at run time. The
+# multiarch directory first, as the compiler's own list has it: jpeglib.h includes jconfig.h
+# from there, which must be the unpacked libjpeg62-turbo's, not the machine's own libjpeg's.
+export CPLUS_INCLUDE_PATH="$usr/include/x86_64-linux-gnu:$usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}"
 export LIBRARY_PATH="$libdir${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
