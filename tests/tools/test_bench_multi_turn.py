@@ -4,8 +4,9 @@
 A smoke test of the multi-turn client and of hybrid prefix caching through the server:
 every turn of every conversation completes, the server reports cached tokens, and from
 turn 2 on the cached tokens cover at least 90% of what a prefix cache can reuse (rewrite
-mode: the previous prompt) or most of it (append mode, whose answer ids come back through
-/tokenize of the answer text, so a re-tokenization may break the chain early). Turn 1
+mode: the previous prompt; append mode with the generated ids: prompt and answer) or most
+of it (append mode whose answer ids come back through /tokenize of the answer text, so a
+re-tokenization may break the chain early). Turn 1
 of the conversations that start after another one reuses the shared system prefix.
 
 usage: test_bench_multi_turn.py PATH/TO/vtllm REPO_ROOT   (CTest passes both; loopback only)
@@ -54,11 +55,12 @@ class Server:
 CONVERSATIONS, TURNS, USER, OUTPUT, SYSTEM = 4, 3, 120, 8, 96
 
 
-def run_bench(url, out, mode, seed):
+def run_bench(url, out, mode, seed, *extra):
     cmd = [VTLLM, "bench", "serve", "--base-url", url, "--model", "tiny", "--multi-turn",
            "--conversations", str(CONVERSATIONS), "--turns", str(TURNS), "--user-len", str(USER),
            "--output-len", str(OUTPUT), "--system-len", str(SYSTEM), "--concurrency", "2",
-           "--token-range", "100,4000", "--multi-turn-mode", mode, "--seed", str(seed), "--json", out]
+           "--token-range", "100,4000", "--multi-turn-mode", mode, "--seed", str(seed), "--json", out,
+           *extra]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     print(r.stdout, flush=True)
@@ -100,6 +102,17 @@ class MultiTurnOnTinyModel(unittest.TestCase):
             self.assertEqual(t["reusable_tokens"], CONVERSATIONS * (prompt - USER - OUTPUT), t)
             self.assertGreaterEqual(t["cached_fraction_of_reusable"], 0.9, (t, out))
             self.assertLessEqual(t["cached_tokens"], t["reusable_tokens"], t)
+
+    def test_append_of_the_generated_ids_reuses_prompt_and_answer(self):
+        # The answer as generated (return_token_ids): the snapshot at the response's end
+        # serves the next turn, so everything but the last block is reused.
+        j, out = run_bench(self.server.url, os.path.join(self.tmp.name, "ids.json"), "append", 5,
+                           "--extra-body", '{"return_token_ids": true}')
+        self.check_common(j)
+        for t in j["turns"][1:]:
+            prompt = SYSTEM + t["turn"] * USER + (t["turn"] - 1) * OUTPUT
+            self.assertEqual(t["reusable_tokens"], CONVERSATIONS * (prompt - USER), t)
+            self.assertGreaterEqual(t["cached_fraction_of_reusable"], 0.9, (t, out))
 
     def test_append_reuses_prompt_and_answer(self):
         j, out = run_bench(self.server.url, os.path.join(self.tmp.name, "append.json"), "append", 3)
