@@ -2,8 +2,9 @@
 # The serving comparison on the GPU machine: vtllm and each peer, one workload at a
 # time, each server alone on the GPU, all measured by the same `vtllm bench serve`.
 #
-#   tools/bench/run_peers.sh prepare --llama-src DIR --tokenizer-dir DIR
-#       random bf16 HF checkpoint of the default Qwen3.5 text shape (vocab 151936),
+#   tools/bench/run_peers.sh prepare --llama-src DIR --tokenizer-dir DIR [--model-config DIR]
+#       random bf16 HF checkpoint of --model-config's shape (a bench/models folder; default
+#       the default Qwen3.5 text shape) at vocab 151936,
 #       its GGUF through llama.cpp's converter, and llama.cpp's CUDA build; each step is
 #       skipped when its output exists. Everything lives under --work (/tmp/vtllm-bench).
 #   tools/bench/run_peers.sh run --vtllm PATH [--peers "vtllm llama.cpp transformers"]
@@ -40,6 +41,7 @@ workloads=("512:128:1,8,32,64" "4096:64:1,8,32,64")
 mode=${1:-}
 [ -n "$mode" ] && shift
 work=/tmp/vtllm-bench llama_src="" tokenizer_dir="" vtllm="" peers="vtllm llama.cpp transformers"
+model_config=$repo/bench/models/qwen3_5-default-text
 num_prompts=0 commit="" out=""
 patterns="append append-text rewrite system" conversations=32 turns=8 user_len=256 mt_output_len=128 system_len=2048
 while [ $# -gt 0 ]; do
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift 2 ;;
     --llama-src) llama_src=$2; shift 2 ;;
     --tokenizer-dir) tokenizer_dir=$2; shift 2 ;;
+    --model-config) model_config=$2; shift 2 ;;
     --vtllm) vtllm=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
     --workloads) read -r -a workloads <<< "$2"; shift 2 ;;
@@ -71,7 +74,7 @@ prepare() {
   [ -n "$llama_src" ] && [ -n "$tokenizer_dir" ] || { echo "prepare needs --llama-src and --tokenizer-dir" >&2; exit 2; }
   mkdir -p "$work"
   [ -f "$hf_dir/config.json" ] || python3 "$here/make_dummy_hf_model.py" \
-    --config "$repo/bench/models/qwen3_5-default-text/config.json" \
+    --config "$model_config/config.json" \
     --tokenizer-dir "$tokenizer_dir" --vocab-size 151936 --out "$hf_dir"
   [ -f "$gguf" ] || "$peers_dir/llama_cpp.sh" convert "$llama_src" "$hf_dir" "$gguf"
   [ -x "$LLAMA_BUILD/bin/llama-server" ] || "$peers_dir/llama_cpp.sh" build "$llama_src" "$LLAMA_BUILD"
@@ -237,5 +240,5 @@ case "$mode" in
       for w in "${workloads[@]}"; do run_one "$peer" "$w"; done
     done
     ;;
-  *) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
