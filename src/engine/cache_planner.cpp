@@ -1,6 +1,7 @@
 #include "engine/cache_planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "base/error.h"
@@ -41,7 +42,8 @@ std::string CachePlan::describe() const {
   return str_cat("kv cache: ", u, " x ", gib(total), " total = ", gib(uint64_t(utilization * double(total))),
                  "; - ", gib(in_use), " in use after load (weights ", gib(weights),
                  ") - activation peak ", gib(activation_peak), " (profile step of ", profile_tokens,
-                 " tokens) - ", num_state_slots, " GDN state slots ", gib(state_bytes),
+                 " tokens) - ", num_state_slots, " GDN state slots (", num_state_snapshots,
+                 " of them planned snapshots) ", gib(state_bytes),
                  " - CUDA graphs ", gib(graph_bytes), " = ",
                  gib(kv_bytes()), ": ", num_blocks, " blocks of ", block_size, " tokens (",
                  bytes_per_block, " bytes each), ", int64_t(num_blocks) * block_size,
@@ -51,7 +53,7 @@ std::string CachePlan::describe() const {
 CachePlan plan_cache(double utilization, uint64_t total, uint64_t in_use, uint64_t weights,
                      uint64_t activation_peak, int64_t profile_tokens, int32_t num_state_slots,
                      int64_t block_size, const CacheFootprint& footprint,
-                     uint64_t graph_bytes) {
+                     uint64_t graph_bytes, double snapshot_fraction) {
   VT_CHECK(utilization > 0 && utilization <= 1, "--gpu-memory-utilization ", utilization,
            ": expected (0, 1]");
   VT_CHECK(footprint.bytes_per_block > 0, "kv cache: the model has no attention layer to size");
@@ -67,8 +69,18 @@ CachePlan plan_cache(double utilization, uint64_t total, uint64_t in_use, uint64
   p.block_size = block_size;
   p.bytes_per_block = uint64_t(footprint.bytes_per_block);
   p.graph_bytes = graph_bytes;
-  const double left = utilization * double(total) - double(in_use) - double(activation_peak) -
-                      double(p.state_bytes) - double(graph_bytes);
+  VT_CHECK(snapshot_fraction >= 0 && snapshot_fraction < 1, "kv cache: snapshot fraction ",
+           snapshot_fraction, ": expected [0, 1)");
+  double left = utilization * double(total) - double(in_use) - double(activation_peak) -
+                double(p.state_bytes) - double(graph_bytes);
+  if (snapshot_fraction > 0 && footprint.bytes_per_state_slot > 0 && left > 0) {
+    const double slot = double(footprint.bytes_per_state_slot);
+    p.num_state_snapshots = int32_t(std::clamp(std::floor(snapshot_fraction * left / slot), 1.0,
+                                               double(1 << 20)));
+    p.num_state_slots += p.num_state_snapshots;
+    p.state_bytes += uint64_t(p.num_state_snapshots) * uint64_t(footprint.bytes_per_state_slot);
+    left -= double(p.num_state_snapshots) * slot;
+  }
   const double blocks = left / double(p.bytes_per_block);
   VT_CHECK(blocks >= 1, "kv cache: no room for one block: ", utilization, " x ", gib(total), " - ",
            gib(in_use), " in use - ", gib(activation_peak), " activations - ", gib(p.state_bytes),
@@ -181,7 +193,8 @@ CachePlan profile_and_plan(models::Model& model, vt::Stream& s, const KvCacheCon
       hybrid ? kv.num_state_slots + kv.num_state_snapshots + (graphs_on ? 1 : 0) : 0;
   return plan_cache(budget.gpu_memory_utilization, after.total, after.used(), weights, activation,
                     tokens, slots, kv.block_size,
-                    cache_footprint(model.cache_spec(), kv.block_size, model.dtype()), graph_bytes);
+                    cache_footprint(model.cache_spec(), kv.block_size, model.dtype()), graph_bytes,
+                    hybrid && kv.enable_prefix_caching ? kv.snapshot_fraction : 0);
 }
 
 }  // namespace vtllm::engine

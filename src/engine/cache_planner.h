@@ -40,6 +40,7 @@ struct CachePlan {
   uint64_t activation_peak = 0;  // measured during the profile forward
   int64_t profile_tokens = 0;
   int32_t num_state_slots = 0;   // running slots + snapshots
+  int32_t num_state_snapshots = 0;  // of those, the snapshots the plan added (fraction)
   uint64_t state_bytes = 0;
   uint64_t graph_bytes = 0;      // reserved for CUDA graphs
   int64_t block_size = 0;
@@ -50,10 +51,12 @@ struct CachePlan {
 };
 
 // The arithmetic above; throws naming the numbers when not even one block fits.
+// snapshot_fraction > 0: that share of what is left for the cache becomes GDN state
+// snapshots (at least one, in whole slots) on top of num_state_slots, the rest KV blocks.
 CachePlan plan_cache(double utilization, uint64_t total, uint64_t in_use, uint64_t weights,
                      uint64_t activation_peak, int64_t profile_tokens, int32_t num_state_slots,
                      int64_t block_size, const CacheFootprint& footprint,
-                     uint64_t graph_bytes = 0);
+                     uint64_t graph_bytes = 0, double snapshot_fraction = 0);
 
 // How a runner on a CUDA device sizes its cache (CPU runners take kv.num_blocks).
 struct MemoryBudget {
@@ -66,9 +69,9 @@ struct MemoryBudget {
 
 // Profiles `model` (loaded on a CUDA device; `weights` bytes measured across its load)
 // with one forward of the budget's largest step on a probe cache just big enough for
-// it, then plans the cache of `kv` (its block size, state slots and snapshots; one
-// more slot for graphs' padding rows when `graphs` are on). Throws when not even one
-// block fits.
+// it, then plans the cache of `kv` (its block size, state slots and snapshots, and
+// kv.snapshot_fraction's snapshots; one more slot for graphs' padding rows when
+// `graphs` are on). Throws when not even one block fits.
 CachePlan profile_and_plan(models::Model& model, vt::Stream& s, const KvCacheConfig& kv,
                            const MemoryBudget& budget, uint64_t weights,
                            const std::optional<GraphOptions>& graphs);

@@ -117,8 +117,8 @@ void check_cpu_cache_fits(const io::ModelConfig& config, const KvCacheConfig& kv
 
 }  // namespace
 
-int32_t num_state_snapshots(const EngineArgs& a, int64_t bytes_per_state_slot, uint64_t kv_bytes,
-                            uint64_t device_total) {
+int32_t num_state_snapshots(const EngineArgs& a, int64_t bytes_per_state_slot,
+                            uint64_t kv_bytes) {
   if (!a.enable_prefix_caching || bytes_per_state_slot <= 0) return 0;
   double bytes = 0;
   if (a.state_snapshot_bytes) {
@@ -127,8 +127,6 @@ int32_t num_state_snapshots(const EngineArgs& a, int64_t bytes_per_state_slot, u
     // The snapshots' share of KV + snapshots.
     const double f = a.state_snapshot_fraction;
     bytes = f / (1 - f) * double(kv_bytes);
-  } else {
-    bytes = a.state_snapshot_fraction * a.gpu_memory_utilization * double(device_total);
   }
   if (bytes <= 0) return 0;
   return int32_t(std::clamp(bytes / double(bytes_per_state_slot), 1.0, double(1 << 20)));
@@ -180,9 +178,12 @@ EngineParts build_engine(const EngineArgs& a) {
     const bool blocks_given = a.device.is_cpu() || a.num_gpu_blocks_override.has_value();
     const uint64_t kv_bytes =
         blocks_given ? uint64_t(ec.kv_cache.num_blocks - 1) * uint64_t(f.bytes_per_block) : 0;
-    const uint64_t device_total = blocks_given ? 0 : vt::device_memory_info(a.device).total;
-    ec.kv_cache.num_state_snapshots =
-        num_state_snapshots(a, f.bytes_per_state_slot, kv_bytes, device_total);
+    ec.kv_cache.num_state_snapshots = num_state_snapshots(a, f.bytes_per_state_slot, kv_bytes);
+    // Sized from the device: the cache plan gives the share of what the weights,
+    // activations and graphs leave (ModelRunner::load_sized).
+    if (!blocks_given && !a.state_snapshot_bytes && f.bytes_per_state_slot > 0 &&
+        a.enable_prefix_caching)
+      ec.kv_cache.snapshot_fraction = a.state_snapshot_fraction;
     ec.kv_cache.snapshot_stride = a.state_snapshot_stride;
   }
   const auto& eos =

@@ -40,8 +40,9 @@ struct EngineArgs {
   bool enable_prefix_caching = true;
   // Hybrid prefix caching: the GDN state snapshots' memory, state_snapshot_bytes when
   // set, else this share of the cache memory (KV blocks + snapshots when the blocks are
-  // given: CPU, or --num-gpu-blocks-override; else of gpu_memory_utilization x device
-  // memory, subtracted by the cache plan). At least one snapshot unless 0.
+  // given: CPU, or --num-gpu-blocks-override; else of what the CUDA cache plan leaves
+  // for KV blocks and snapshots after weights, activations and graphs). At least one
+  // snapshot unless 0.
   double state_snapshot_fraction = 0.1;
   std::optional<uint64_t> state_snapshot_bytes;
   int64_t state_snapshot_stride = 1024;  // prompt tokens between snapshots; 0: none
@@ -93,10 +94,11 @@ EngineParts build_engine(const EngineArgs& args);
 io::GenerationConfig sampling_generation_config(const EngineArgs& args);
 
 // The GDN state snapshots build_engine gives a model whose state slots take
-// bytes_per_state_slot bytes each (0: dense), for a KV cache of kv_bytes (0: sized
-// from the device, whose total memory is device_total) under args' budget.
-int32_t num_state_snapshots(const EngineArgs& args, int64_t bytes_per_state_slot, uint64_t kv_bytes,
-                            uint64_t device_total);
+// bytes_per_state_slot bytes each (0: dense), for a KV cache of kv_bytes under args'
+// budget. kv_bytes 0 (sized from the device): only state_snapshot_bytes counts here;
+// a fraction is left to the cache plan (KvCacheConfig::snapshot_fraction).
+int32_t num_state_snapshots(const EngineArgs& args, int64_t bytes_per_state_slot,
+                            uint64_t kv_bytes);
 
 // --device auto|cpu|cuda|cuda:N (the serve flag and the C API option): auto is cuda:0
 // when a GPU is visible, else the CPU; others as vt::device_from_name. Errors name `what`.

@@ -48,6 +48,10 @@ struct KvCacheConfig {
   // Hybrid prefix caching: also snapshot every this many prompt tokens (a
   // multiple of block_size; 0: only at each prompt's last block boundary).
   int64_t snapshot_stride = 0;
+  // CUDA cache planning (profile_and_plan): when > 0, this share of the memory left for
+  // KV blocks and snapshots (after weights, activations, running slots and graphs) goes
+  // to GDN state snapshots, added to num_state_snapshots; at least one.
+  double snapshot_fraction = 0;
 };
 
 // Copy every GDN layer's state from slot src to slot dst.

@@ -121,6 +121,8 @@ std::unique_ptr<ModelRunner> ModelRunner::load_sized(const io::ModelConfig& conf
   if (!quiet) std::fprintf(stderr, "vtllm: %s\n", plan.describe().c_str());
   KvCacheConfig kv = kv_in;
   kv.num_blocks = plan.num_blocks + 1;  // + the null block
+  kv.num_state_snapshots += plan.num_state_snapshots;
+  kv.snapshot_fraction = 0;  // planned
   auto runner = std::make_unique<ModelRunner>(std::move(stream), std::move(model), kv, graphs);
   runner->plan_ = plan;
   return runner;

@@ -52,6 +52,35 @@ TEST(CacheSizing, BlocksAreWhatUtilizationLeaves) {
   EXPECT_LT(plan_cache(0.9, total, in_use, 0, act, 2048, 512, 16, f).num_blocks, p.num_blocks);
 }
 
+TEST(CacheSizing, SnapshotsTakeTheirShareOfWhatIsLeftAfterTheWeights) {
+  const CacheFootprint f = cache_footprint(hybrid_spec(), 16, vt::DType::kBF16);
+  const uint64_t gib = uint64_t(1) << 30;
+  const uint64_t total = 140 * gib, act = 3 * gib;
+  const double slot = double(f.bytes_per_state_slot);
+  for (const uint64_t in_use : {17 * gib, 60 * gib}) {  // a 9B and a 27B-class load
+    const CachePlan p = plan_cache(0.9, total, in_use, in_use - gib, act, 2048, 256, 16, f, 0, 0.1);
+    const double left = 0.9 * double(total) - double(in_use) - double(act) - 256.0 * slot;
+    EXPECT_EQ(p.num_state_snapshots, int32_t(0.1 * left / slot)) << in_use;
+    EXPECT_EQ(p.num_state_slots, 256 + p.num_state_snapshots);
+    EXPECT_EQ(p.state_bytes, uint64_t(p.num_state_slots) * uint64_t(f.bytes_per_state_slot));
+    // The KV blocks get the rest: snapshots are 10% of KV + snapshots, to a block.
+    EXPECT_EQ(p.num_blocks, int32_t((left - p.num_state_snapshots * slot) / double(f.bytes_per_block)));
+    const double share = p.num_state_snapshots * slot / (p.num_state_snapshots * slot + double(p.kv_bytes()));
+    EXPECT_NEAR(share, 0.1, 0.001) << in_use;
+    EXPECT_NE(p.describe().find(std::to_string(p.num_state_snapshots) + " of them planned snapshots"),
+              std::string::npos);
+  }
+  // Without a fraction: no snapshots added, as before.
+  EXPECT_EQ(plan_cache(0.9, total, 17 * gib, 16 * gib, act, 2048, 256, 16, f).num_state_snapshots, 0);
+  // A dense model (no state slot bytes) gets none even with a fraction.
+  models::LayerCacheSpec attn = hybrid_spec().back();
+  EXPECT_EQ(plan_cache(0.9, total, 17 * gib, 16 * gib, act, 2048, 0, 16,
+                       cache_footprint({attn}, 16, vt::DType::kBF16), 0, 0.1)
+                .num_state_snapshots,
+            0);
+  EXPECT_THROW(plan_cache(0.9, total, 17 * gib, 16 * gib, act, 2048, 256, 16, f, 0, 1.0), Error);
+}
+
 TEST(CacheSizing, RefusesWhenNoBlockFits) {
   const CacheFootprint f = cache_footprint(hybrid_spec(), 16, vt::DType::kBF16);
   const uint64_t gib = uint64_t(1) << 30;

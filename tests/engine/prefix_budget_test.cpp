@@ -18,23 +18,24 @@ TEST(PrefixBudget, SnapshotsFromBytesOrAShareOfTheCache) {
   EngineArgs a;
   const int64_t slot = 3000;
   // 10% of KV + snapshots: 0.1 / 0.9 of 900000 KV bytes is 100000 bytes, 33 slots.
-  EXPECT_EQ(num_state_snapshots(a, slot, 900000, 0), 33);
-  // Sized from the device: 10% of 0.9 x 2e6 bytes.
-  EXPECT_EQ(num_state_snapshots(a, slot, 0, 2000000), 60);
+  EXPECT_EQ(num_state_snapshots(a, slot, 900000), 33);
+  // Sized from the device: the fraction is the cache plan's (plan_cache), not counted here.
+  EXPECT_EQ(num_state_snapshots(a, slot, 0), 0);
   a.state_snapshot_bytes = 30000;
-  EXPECT_EQ(num_state_snapshots(a, slot, 900000, 2000000), 10);
+  EXPECT_EQ(num_state_snapshots(a, slot, 900000), 10);
+  EXPECT_EQ(num_state_snapshots(a, slot, 0), 10);
   a.state_snapshot_bytes = 1;  // less than a slot still gets one
-  EXPECT_EQ(num_state_snapshots(a, slot, 900000, 0), 1);
+  EXPECT_EQ(num_state_snapshots(a, slot, 900000), 1);
   a.state_snapshot_bytes = 0;
-  EXPECT_EQ(num_state_snapshots(a, slot, 900000, 0), 0);
+  EXPECT_EQ(num_state_snapshots(a, slot, 900000), 0);
   a.state_snapshot_bytes.reset();
   a.state_snapshot_fraction = 0;
-  EXPECT_EQ(num_state_snapshots(a, slot, 900000, 0), 0);
+  EXPECT_EQ(num_state_snapshots(a, slot, 900000), 0);
   a.state_snapshot_fraction = 0.5;
-  EXPECT_EQ(num_state_snapshots(a, slot, 900000, 0), 300);
-  EXPECT_EQ(num_state_snapshots(a, 0, 900000, 0), 0);  // dense: no GDN state
+  EXPECT_EQ(num_state_snapshots(a, slot, 900000), 300);
+  EXPECT_EQ(num_state_snapshots(a, 0, 900000), 0);  // dense: no GDN state
   a.enable_prefix_caching = false;
-  EXPECT_EQ(num_state_snapshots(a, slot, 900000, 0), 0);
+  EXPECT_EQ(num_state_snapshots(a, slot, 900000), 0);
 }
 
 TEST(PrefixBudget, FlagsAreValidatedByName) {
