@@ -199,13 +199,20 @@ constexpr const char* kThroughputUsage =
     "  --enforce-eager             no CUDA graphs (default: decode batches up to 64 replay\n"
     "                              graphs captured in the untimed warm-up steps)\n"
     "  --seed N                    dummy weights and prompt ids (default 0)\n"
-    "  --json FILE                 write the results as JSON\n";
+    "  --profile-ops               after each row's timed steps, time every op of\n"
+    "                              --profile-steps more eager steps (graph capture off while\n"
+    "                              profiling): op, calls, us, share of the step, GB/s and\n"
+    "                              TFLOP/s where the op states its bytes and FLOPs, per layer\n"
+    "  --profile-steps N           profiled steps per row (default 3)\n"
+    "  --json FILE                 write the results as JSON\n\n"
+    "MoE models: each row also runs untimed probe steps that count the distinct experts\n"
+    "the router chose per layer; the row's bytes count those experts.\n";
 
 int bench_throughput(int argc, char** argv) {
   Args args(argc, argv,
             {"device", "load-format", "batch", "input-len", "output-len", "repeats", "prefill-lens",
-             "gpu-memory-utilization", "seed", "json"},
-            {"help", "prefill-only", "enforce-eager"});
+             "gpu-memory-utilization", "seed", "json", "profile-steps"},
+            {"help", "prefill-only", "enforce-eager", "profile-ops"});
   if (args.has("help") || args.positional().size() != 1) {
     std::fputs(kThroughputUsage, args.has("help") ? stdout : stderr);
     return args.has("help") ? 0 : 2;
@@ -225,6 +232,9 @@ int bench_throughput(int argc, char** argv) {
     for (int v : parse_int_list("prefill-lens", *l)) c.prefill_lens.push_back(v);
   c.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
   c.seed = uint64_t(args.get_int("seed", 0));
+  c.profile_ops = args.has("profile-ops");
+  c.profile_steps = int(args.get_int("profile-steps", c.profile_steps));
+  VT_REQUIRE(c.profile_steps > 0, "--profile-steps must be > 0");
   VT_REQUIRE(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
            "--input-len, --output-len and --repeats must be > 0");
 
@@ -236,6 +246,11 @@ int bench_throughput(int argc, char** argv) {
               c.prefill_only ? "" : str_cat(", ", c.output_len, " decode steps").c_str());
   for (int b : c.batches) std::printf(" %d", b);
   std::printf("\n");
+  if (c.profile_ops)
+    std::printf(
+        "profiling ops: %d eager steps per row after its timed steps, graph capture off "
+        "while profiling\n",
+        c.profile_steps);
   std::fflush(stdout);
   bool header = false;
   const bench::ThroughputResult r = bench::run_throughput(c, [&](const bench::ThroughputRow& row) {
@@ -255,29 +270,89 @@ int bench_throughput(int argc, char** argv) {
   return 0;
 }
 
+constexpr const char* kVisionUsage =
+    "usage: vtllm bench vision DIR [options]\n\n"
+    "The multimodal path of DIR's model in-process (one engine load): the vision tower on\n"
+    "random square images; the TTFT of a chat with one image through the engine, with and\n"
+    "without the JPEG decode + processor; a synthetic video through the video processor and\n"
+    "the tower; CPU decode + preprocessing on the media pool at 1 and N threads.\n\n"
+    "options:\n"
+    "  --device D            cuda (default) or cpu\n"
+    "  --load-format F       auto (DIR's weights) or dummy (random weights of config.json)\n"
+    "  --gpu-memory-utilization F  (default 0.9)\n"
+    "  --parts LIST          of tower,ttft,video,cpu (default all)\n"
+    "  --images LIST         tower rows: images per encode call (default 1,16)\n"
+    "  --image-size N        pixels per side (default 1024)\n"
+    "  --repeats N           timed calls per row, median (default 5)\n"
+    "  --text-tokens N       the chat's text tokens around the image (default 64)\n"
+    "  --video-seconds S     clip length (default 30)\n"
+    "  --video-size WxH      frame size (default 1280x720)\n"
+    "  --video-fps F         the clip's frame rate (default 30; the processor samples at its\n"
+    "                        own fps, 2 for Qwen3.5)\n"
+    "  --cpu-threads LIST    media pool sizes (default 1 and the hardware threads)\n"
+    "  --seed N              dummy weights, prompt ids and image content (default 0)\n"
+    "  --json FILE           write the results as JSON\n";
+
 int bench_vision(int argc, char** argv) {
-  Args args(argc, argv, {"device", "load-format", "images", "image-size", "repeats"}, {"help"});
+  Args args(argc, argv,
+            {"device", "load-format", "images", "image-size", "repeats", "parts", "text-tokens",
+             "video-seconds", "video-size", "video-fps", "cpu-threads", "seed", "json",
+             "gpu-memory-utilization"},
+            {"help"});
   if (args.has("help") || args.positional().size() != 1) {
-    std::fputs(
-        "usage: vtllm bench vision DIR [options]\n"
-        "  The vision tower of DIR's multimodal model on random square images.\n"
-        "  --device D          cuda (default) or cpu\n"
-        "  --load-format F     auto (DIR's weights) or dummy (random weights of config.json)\n"
-        "  --images LIST       images per encode call (default 1,16)\n"
-        "  --image-size N      pixels per side (default 1024)\n"
-        "  --repeats N         timed calls per row, median (default 5)\n",
-        args.has("help") ? stdout : stderr);
+    std::fputs(kVisionUsage, args.has("help") ? stdout : stderr);
     return args.has("help") ? 0 : 2;
   }
   bench::VisionBenchConfig c;
   c.dir = args.positional()[0];
   c.device = vt::device_from_name(args.get_or("device", "cuda"));
   c.load_format = io::load_format_from_name(args.get_or("load-format", "auto"), "--load-format");
+  c.gpu_memory_utilization = args.get_double("gpu-memory-utilization", 0.9);
   c.images = parse_int_list("images", args.get_or("images", "1,16"));
   c.image_size = args.get_int("image-size", 1024);
   c.repeats = int(args.get_int("repeats", 5));
+  c.text_tokens = args.get_int("text-tokens", 64);
+  c.video_seconds = args.get_double("video-seconds", 30);
+  c.video_source_fps = args.get_double("video-fps", 30);
+  c.seed = uint64_t(args.get_int("seed", 0));
   VT_REQUIRE(c.repeats > 0, "--repeats must be > 0");
-  bench::run_vision_bench(c);
+  VT_REQUIRE(c.text_tokens >= 0, "--text-tokens must not be negative");
+  VT_REQUIRE(c.video_seconds > 0 && c.video_source_fps > 0,
+             "--video-seconds and --video-fps must be > 0");
+  if (auto sz = args.get("video-size")) {
+    const size_t x = sz->find('x');
+    VT_REQUIRE(x != std::string::npos, "--video-size '", *sz, "': expected WxH");
+    const std::vector<int> w = parse_int_list("video-size", sz->substr(0, x));
+    const std::vector<int> h = parse_int_list("video-size", sz->substr(x + 1));
+    VT_REQUIRE(w.size() == 1 && h.size() == 1, "--video-size '", *sz, "': expected WxH");
+    c.video_width = w[0];
+    c.video_height = h[0];
+  }
+  if (auto t = args.get("cpu-threads")) c.cpu_threads = parse_int_list("cpu-threads", *t);
+  if (auto p = args.get("parts")) {
+    c.tower = c.ttft = c.video = c.cpu = false;
+    size_t pos = 0;
+    while (pos <= p->size()) {
+      const size_t comma = std::min(p->find(',', pos), p->size());
+      const std::string part = p->substr(pos, comma - pos);
+      if (part == "tower")
+        c.tower = true;
+      else if (part == "ttft")
+        c.ttft = true;
+      else if (part == "video")
+        c.video = true;
+      else if (part == "cpu")
+        c.cpu = true;
+      else
+        VT_THROW("--parts '", *p, "': '", part, "' is not one of tower, ttft, video, cpu");
+      pos = comma + 1;
+    }
+  }
+  const std::string json = bench::run_vision_bench(c);
+  if (auto path = args.get("json")) {
+    bench::write_file(*path, json);
+    std::printf("wrote %s\n", path->c_str());
+  }
   return 0;
 }
 
@@ -289,7 +364,8 @@ int cmd_bench(int argc, char** argv) {
       "modes:\n"
       "  serve        load an OpenAI-compatible server; latency percentiles and throughput\n"
       "  throughput   model speed in-process: decode / prefill tokens/s against the roofline\n"
-      "  vision       the vision tower in-process: images/s and TFLOP/s against the peak\n\n"
+      "  vision       the multimodal path in-process: the tower's images/s and TFLOP/s, chat\n"
+      "               TTFT with one image, a video, CPU preprocessing at 1 and N threads\n\n"
       "'vtllm bench <mode> --help' describes a mode's options.\n";
   if (argc < 1 || !std::strcmp(argv[0], "--help") || !std::strcmp(argv[0], "-h")) {
     std::fputs(usage, argc < 1 ? stderr : stdout);

@@ -9,6 +9,7 @@
 #include "vt/memory.h"
 #include "vt/ops/copy.h"
 #include "vt/ops/sampling.h"
+#include "vt/profile.h"
 
 namespace vtllm::engine {
 
@@ -142,7 +143,8 @@ vt::Tensor ModelRunner::run(const StepPlan& plan, std::vector<SampleResult>* pro
              model_->config().architecture_class, ", which has no vision tower");
     step_embeds_ = embedder_->embed(*stream_, plan);
   }
-  if (graphs_ && !prompt_rows && !mm_work && graphs_->takes(plan)) {
+  // A profiled step runs eagerly: a replayed graph records no op (vt/profile.h).
+  if (graphs_ && !prompt_rows && !mm_work && !vt::Profiler::of(*stream_) && graphs_->takes(plan)) {
     std::optional<vt::Tensor> logits =
         graphs_->run(plan, [&] { copy_states(plan.state_copies_before); });
     if (logits) {

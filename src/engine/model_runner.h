@@ -77,12 +77,14 @@ class ModelRunner final : public ModelExecutor {
   std::vector<int32_t> execute_greedy(const StepPlan& plan);
 
   const models::Model& model() const { return *model_; }
+  models::Model& model() { return *model_; }  // e.g. its vision tower, for benchmarks
   vt::Stream& stream() { return *stream_; }
   // The cache this runner holds (num_blocks includes the null block).
   const KvCacheConfig& kv_config() const { return kv_; }
   // How the cache was sized (load_sized on CUDA only).
   const std::optional<CachePlan>& cache_plan() const { return plan_; }
-  // Graphs: whether steps may replay them, and how many were captured so far.
+  // Graphs: whether steps may replay them (never while a vt::Profiler is attached to
+  // stream(): profiled steps run eagerly), and how many were captured so far.
   bool uses_graphs() const { return graphs_ && graphs_->enabled(); }
   size_t num_graphs() const { return graphs_ ? graphs_->num_graphs() : 0; }
   std::vector<DecodeGraphs::GraphKernels> graph_kernel_counts() const;

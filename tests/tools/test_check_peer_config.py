@@ -46,18 +46,26 @@ class RealHarness(unittest.TestCase):
         self.assertEqual(code, 0)
         found = json.loads(out)
         peers = sorted(l["peer"] for l in found["launches"])
-        self.assertEqual(peers, ["llama-server", "transformers"])
-        server = next(l for l in found["launches"] if l["peer"] == "llama-server")
+        self.assertEqual(peers, ["llama-server", "llama-server", "transformers"])
+        server, mm = [l for l in found["launches"] if l["peer"] == "llama-server"]
         self.assertEqual(server["file"].split("tools/bench/")[-1], LLAMA)
         self.assertEqual(server["line"], line_of(HARNESS / LLAMA, r'exec .*llama-server'))
         self.assertEqual(server["settings"]["fa"], "on")
+        self.assertNotIn("mmproj", server["settings"])
+        # serve-mm: the same settings in their long spellings, plus the projector's.
+        self.assertEqual(mm["line"], line_of(HARNESS / LLAMA, r'exec .*llama-server.*--mmproj'))
+        self.assertEqual(mm["settings"]["mmproj"], '$mmproj')
+        self.assertEqual(mm["settings"]["fa"], "on")
+        self.assertEqual(mm["settings"]["ngl"], "all")
+        self.assertIs(mm["settings"]["mmproj_offload"], True)
+        self.assertEqual(mm["settings"]["image_max_tokens"], "4096")
         self.assertEqual(found["violations"], [])
 
     def test_version_query_is_not_a_launch(self):
         # llama_cpp.sh build prints `llama-server --version`; it must not count.
         self.assertIn("llama-server\" --version", (HARNESS / LLAMA).read_text())
         _, out, _ = run_checker(HARNESS, "--json")
-        self.assertEqual(sum(l["peer"] == "llama-server" for l in json.loads(out)["launches"]), 1)
+        self.assertEqual(sum(l["peer"] == "llama-server" for l in json.loads(out)["launches"]), 2)
 
 
 class Mutations(unittest.TestCase):
@@ -150,6 +158,47 @@ class Mutations(unittest.TestCase):
     def test_checkpoints_without_their_spacing(self):
         self.expect_one(LLAMA, '      --checkpoint-min-step "$checkpoint_min_step" \\\n', "",
                         r"exec .*llama-server", ["--checkpoint-min-step"])
+
+    # llama-server --mmproj (serve-mm): the projector's settings.
+    MM = r"exec .*llama-server.*--mmproj"
+
+    def test_mm_removing_projector_offload(self):
+        self.expect_one(LLAMA, "      --mmproj-offload --image-max-tokens 4096 \\\n",
+                        "      --image-max-tokens 4096 \\\n", self.MM, ["lacks --mmproj-offload"])
+
+    def test_mm_projector_on_cpu(self):
+        self.expect_one(LLAMA, "--mmproj-offload --image-max", "--no-mmproj-offload --image-max", self.MM,
+                        ["--no-mmproj-offload"])
+
+    def test_mm_projector_device_none(self):
+        self.expect_one(LLAMA, "--image-max-tokens 4096", "--image-max-tokens 4096 -mmdev none", self.MM,
+                        ["--mmproj-device none"])
+
+    def test_mm_image_budget_that_downscales(self):
+        self.expect_one(LLAMA, "--image-max-tokens 4096", "--image-max-tokens 256", self.MM,
+                        ["--image-max-tokens 256 < 1024"])
+
+    def test_mm_image_budget_that_cannot_be_evaluated_fails_closed(self):
+        self.expect_one(LLAMA, "--image-max-tokens 4096", '--image-max-tokens "$(budget)"', self.MM,
+                        ["cannot evaluate --image-max-tokens"])
+
+    def test_mm_projector_turned_off(self):
+        self.expect_one(LLAMA, '--mmproj "$mmproj"', '--mmproj "$mmproj" --no-mmproj', self.MM,
+                        ["--no-mmproj turns"])
+
+    def test_mm_launch_keeps_the_serving_rules(self):
+        # The long spellings are the same rules: weakening one is one violation there.
+        self.expect_one(LLAMA, "--flash-attn on", "--flash-attn auto", self.MM, ["'auto'"])
+        self.tearDown()
+        self.setUp()
+        self.expect_one(LLAMA, "--n-gpu-layers all", "--n-gpu-layers 20", self.MM, ["-ngl 20"])
+        self.tearDown()
+        self.setUp()
+        self.expect_one(LLAMA, "mm_ctx=$(( (input_len + output_len + 256) * max_concurrency ))",
+                        "mm_ctx=$(( input_len + output_len ))", self.MM, ["-c evaluates to"])
+        self.tearDown()
+        self.setUp()
+        self.expect_one(LLAMA, "-ctxcp 32", "-ctxcp 0", self.MM, ["--ctx-checkpoints 0"])
 
     # transformers.
     def test_removing_bf16(self):

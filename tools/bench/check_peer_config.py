@@ -14,6 +14,11 @@ own docs recommend for serving:
                  state), and a launch that states --ctx-checkpoints also states
                  --checkpoint-min-step (its 8192-token default leaves multi-turn traffic of
                  short turns without checkpoints).
+                 With --mmproj (image chats): --mmproj-offload stated (the projector on
+                 the GPU; never --no-mmproj-offload, --no-mmproj or a CPU --mmproj-device),
+                 and --image-max-tokens, when given, at least the 1024 tokens of a
+                 1024x1024 image (a smaller budget downscales the image: less work, not
+                 the same request).
   llama-bench, llama-batched-bench
                  -ngl 999 and -fa on.
   transformers_server.py
@@ -62,7 +67,16 @@ ALIASES = {
     "-cms": "checkpoint_min_step", "--checkpoint-min-step": "checkpoint_min_step",
     "-cram": "cache_ram", "--cache-ram": "cache_ram",
     "--cache-prompt": "cache_prompt", "--no-cache-prompt": "no_cache_prompt",
+    "-mm": "mmproj", "--mmproj": "mmproj", "--no-mmproj": "no_mmproj",
+    "--mmproj-offload": "mmproj_offload", "--no-mmproj-offload": "no_mmproj_offload",
+    "-mmdev": "mmproj_device", "--mmproj-device": "mmproj_device",
+    "--image-max-tokens": "image_max_tokens", "--image-min-tokens": "image_min_tokens",
 }
+SWITCHES = ("cb", "nocb", "cache_prompt", "no_cache_prompt", "no_mmproj", "mmproj_offload",
+            "no_mmproj_offload")
+# Tokens of one 1024x1024 image at Qwen3.5's processor (patch 16, merge 2): issue 24's
+# image chat.
+IMAGE_TOKENS = 1024
 
 
 class Launch:
@@ -85,7 +99,7 @@ def parse_flags(args):
             else:
                 nxt = args[i + 1] if i + 1 < len(args) else None
                 takes_value = nxt is not None and (not nxt.startswith("-") or re.fullmatch(r"-\d+", nxt))
-                if ALIASES.get(a) in ("cb", "nocb", "cache_prompt", "no_cache_prompt"):
+                if ALIASES.get(a) in SWITCHES:
                     takes_value = False  # boolean switches
                 flags[ALIASES.get(a, a)] = nxt if takes_value else True
                 i += 1 if takes_value else 0
@@ -362,6 +376,34 @@ def check_llama(launch, workloads):
     else:
         check_numeric(launch, "ctx", "-c", workloads, lambda b: None, "a context that fits the workload")
     check_prompt_cache(launch, workloads)
+    if "mmproj" in f:
+        check_mmproj(launch, workloads)
+
+
+def check_mmproj(launch, workloads):
+    f = launch.flags
+    if f["mmproj"] is True:
+        launch.violations.append("llama-server launch: --mmproj names no projector file")
+    if "no_mmproj" in f:
+        launch.violations.append("llama-server launch: --no-mmproj turns the projector off")
+    if "no_mmproj_offload" in f:
+        launch.violations.append("llama-server launch keeps the projector on the CPU (--no-mmproj-offload)")
+    elif "mmproj_offload" not in f:
+        launch.violations.append("llama-server --mmproj launch lacks --mmproj-offload (the projector on "
+                                 "the GPU, stated explicitly)")
+    dev = f.get("mmproj_device")
+    if dev is not None and str(dev).lower() in ("none", "cpu", "true"):
+        launch.violations.append(f"llama-server launch: --mmproj-device {dev} keeps the projector off the GPU")
+    if "image_max_tokens" in f:
+        for b, v in value_for(launch, "image_max_tokens", workloads):
+            if v is None:
+                launch.violations.append(f"llama-server launch: cannot evaluate --image-max-tokens "
+                                         f"'{f['image_max_tokens']}'")
+                break
+            if v < IMAGE_TOKENS:
+                launch.violations.append(f"llama-server launch: --image-max-tokens {v} < {IMAGE_TOKENS} "
+                                         f"downscales a 1024x1024 image")
+                break
 
 
 def check_prompt_cache(launch, workloads):

@@ -4,13 +4,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "base/error.h"
-#include "engine/model_runner.h"
 #include "engine/engine_builder.h"
+#include "engine/model_runner.h"
 #include "models/registry.h"
+#include "vt/profile.h"
 
 namespace vtllm::bench {
 
@@ -60,34 +63,40 @@ ModelCost model_cost(const io::ModelConfig& config, vt::DType weight_dtype, vt::
   return c;
 }
 
+double ModelCost::expected_experts(int64_t tokens) const {
+  if (num_experts == 0) return 0;
+  const double e = double(num_experts);
+  return e * (1.0 - std::pow(1.0 - double(experts_per_tok) / e, double(tokens)));
+}
+
 namespace {
-// Bytes of MoE experts a step of `tokens` tokens touches: each expert is hit with
-// probability 1 - (1 - k/E)^tokens under uniform routing.
-double experts_read(const ModelCost& c, int64_t tokens) {
+// Bytes of MoE experts a step of `tokens` tokens reads: `experts` distinct experts per
+// layer (< 0: the uniform-routing expectation).
+double experts_read(const ModelCost& c, int64_t tokens, double experts) {
   if (c.num_experts == 0) return c.expert_bytes;
-  const double miss = std::pow(1.0 - double(c.experts_per_tok) / double(c.num_experts),
-                               double(tokens));
-  return c.expert_bytes * (1.0 - miss);
+  if (experts < 0) experts = c.expected_experts(tokens);
+  return c.expert_bytes * experts / double(c.num_experts);
 }
 }  // namespace
 
-ModelCost::Step ModelCost::decode(int64_t batch, int64_t context) const {
+ModelCost::Step ModelCost::decode(int64_t batch, int64_t context, double experts) const {
   const double b = double(batch), ctx = double(context);
   const double kv_token = 2.0 * double(kv_heads * head_dim * kv_item);  // K and V, one layer
   Step s;
-  s.bytes = weight_bytes - expert_bytes + experts_read(*this, batch) + b * embed_row_bytes +
-            double(attn_layers) * b * (ctx + 1) * kv_token +                 // read + write new
+  s.bytes = weight_bytes - expert_bytes + experts_read(*this, batch, experts) +
+            b * embed_row_bytes +
+            double(attn_layers) * b * (ctx + 1) * kv_token +                // read + write new
             double(gdn_layers) * b * 2.0 * double(gdn_state_floats) * 4.0;  // f32 read + write
   s.flops = 2.0 * matmul_params * b + double(attn_layers) * b * 4.0 * double(q_heads * head_dim) * ctx +
             double(gdn_layers) * b * 6.0 * double(gdn_recurrent);
   return s;
 }
 
-ModelCost::Step ModelCost::prefill(int64_t batch, int64_t len) const {
+ModelCost::Step ModelCost::prefill(int64_t batch, int64_t len, double experts) const {
   const double b = double(batch), l = double(len), tokens = b * l;
   const double kv_token = 2.0 * double(kv_heads * head_dim * kv_item);
   Step s;
-  s.bytes = weight_bytes - expert_bytes + experts_read(*this, batch * len) +
+  s.bytes = weight_bytes - expert_bytes + experts_read(*this, batch * len, experts) +
             tokens * embed_row_bytes + double(attn_layers) * tokens * kv_token +
             double(gdn_layers) * b * double(gdn_state_floats) * 4.0;
   s.flops = 2.0 * matmul_params * tokens +
@@ -160,19 +169,104 @@ ThroughputRow finish_row(ThroughputRow r, const std::vector<double>& ms) {
   return r;
 }
 
+constexpr int kExpertProbeSteps = 4;  // decode rows of MoE models
+
+// Runs `steps` calls of run_step, each one profiler step, under a profiler with `pc`
+// attached to the runner's stream (so the runner replays no graph); with `warmup`, one
+// more unrecorded step first.
+template <class F>
+std::unique_ptr<vt::Profiler> profile_steps(engine::ModelRunner& runner,
+                                            const vt::ProfileConfig& pc, int steps, bool warmup,
+                                            F&& run_step) {
+  auto p = std::make_unique<vt::Profiler>(pc);
+  vt::Stream& s = runner.stream();
+  p->attach(s);  // until detach(), or the destructor if a step throws
+  for (int i = 0; i < steps + (warmup ? 1 : 0); ++i) {
+    p->begin_step(s);
+    run_step();
+    p->end_step(s);
+    if (warmup && i == 0) p->reset();
+  }
+  p->detach();
+  return p;
+}
+
+OpBreakdown breakdown_of(const vt::Profiler& p) {
+  OpBreakdown b;
+  b.steps = int(p.steps());
+  const double n = double(std::max<int64_t>(1, p.steps()));
+  b.step_us = p.step_us() / n;
+  std::map<std::pair<std::string, std::string>, size_t> op_index;
+  std::map<int64_t, size_t> layer_index;
+  for (const vt::Profiler::OpStat& st : p.ops()) {
+    auto [it, added] = op_index.try_emplace({st.region, st.op}, b.ops.size());
+    if (added) b.ops.push_back({st.region, st.op});
+    OpBreakdown::Op& o = b.ops[it->second];
+    o.calls += double(st.calls) / n;
+    o.us += st.us / n;
+    o.bytes += st.bytes / n;
+    o.flops += st.flops / n;
+    if (st.layer < 0) continue;
+    auto [lt, ladded] = layer_index.try_emplace(st.layer, b.layers.size());
+    if (ladded) b.layers.push_back({st.layer, ""});
+    OpBreakdown::Layer& l = b.layers[lt->second];
+    l.us += st.us / n;
+    const std::string tag = "+" + l.regions + "+";
+    if (tag.find("+" + st.region + "+") == std::string::npos)
+      l.regions += (l.regions.empty() ? "" : "+") + st.region;
+  }
+  std::stable_sort(b.ops.begin(), b.ops.end(),
+                   [](const OpBreakdown::Op& x, const OpBreakdown::Op& y) { return x.us > y.us; });
+  std::sort(
+      b.layers.begin(), b.layers.end(),
+      [](const OpBreakdown::Layer& x, const OpBreakdown::Layer& y) { return x.layer < y.layer; });
+  return b;
+}
+
+ExpertCounts experts_of(const vt::Profiler& p, const ModelCost& cost, int64_t tokens) {
+  ExpertCounts e;
+  e.steps = int(p.steps());
+  e.experts = cost.num_experts;
+  e.expected = cost.expected_experts(tokens);
+  const auto& r = p.routing();
+  VT_REQUIRE(!r.empty(), "bench throughput: the MoE probe step recorded no routing");
+  e.min = r[0].distinct;
+  e.max = r[0].distinct;
+  double sum = 0;
+  for (const vt::Profiler::RoutingStat& x : r) {
+    VT_REQUIRE(x.tokens == tokens, "bench throughput: a routing call of ", x.tokens,
+               " tokens in a step of ", tokens);
+    sum += double(x.distinct);
+    e.min = std::min(e.min, x.distinct);
+    e.max = std::max(e.max, x.distinct);
+  }
+  e.mean = sum / double(r.size());
+  return e;
+}
+
 }  // namespace
+
+double OpBreakdown::op_us() const {
+  double t = 0;
+  for (const Op& o : ops) t += o.us;
+  return t;
+}
 
 ThroughputResult run_throughput(const ThroughputConfig& c,
                                 const std::function<void(const ThroughputRow&)>& on_row) {
   VT_REQUIRE(!c.batches.empty(), "bench throughput: no batch sizes");
   VT_REQUIRE(c.input_len > 0 && c.output_len > 0 && c.repeats > 0,
            "bench throughput: --input-len, --output-len and --repeats must be > 0");
+  VT_REQUIRE(!c.profile_ops || c.profile_steps > 0,
+             "bench throughput: --profile-steps must be > 0");
   const io::ModelConfig config = models::load_model_config(c.dir);  // sizes the layout
   const int max_batch = *std::max_element(c.batches.begin(), c.batches.end());
   int64_t max_prefill = 0;
   for (int64_t l : c.prefill_lens) max_prefill = std::max(max_prefill, l);
+  // Decode rows' untimed extra steps: the MoE probe and the profiled steps (+ warm-up).
+  const int64_t extra = kExpertProbeSteps + (c.profile_ops ? c.profile_steps + 1 : 0);
   const int64_t max_len = std::max(
-      max_prefill, c.input_len + (c.prefill_only ? 0 : c.output_len + kDecodeWarmup));
+      max_prefill, c.input_len + (c.prefill_only ? 0 : c.output_len + kDecodeWarmup + extra));
   Layout lay;
   lay.blocks_per_req = int32_t((max_len + kBlockSize - 1) / kBlockSize);
   // Prefill of the decode rows goes in steps of whole prompts of up to this many tokens.
@@ -242,7 +336,22 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
     row.batch = b;
     row.tokens_per_step = int64_t(b) * len;
     row.context = double(len);
-    const ModelCost::Step s = res.cost.prefill(b, len);
+    double experts = -1;
+    if (res.cost.num_experts > 0) {
+      vt::ProfileConfig pc;
+      pc.count_experts = true;
+      row.experts =
+          experts_of(*profile_steps(*runner, pc, 1, false, [&] { runner->execute_greedy(fb); }),
+                     res.cost, row.tokens_per_step);
+      experts = row.experts->mean;
+    }
+    if (c.profile_ops) {
+      vt::ProfileConfig pc;
+      pc.time_ops = true;
+      row.breakdown = breakdown_of(
+          *profile_steps(*runner, pc, c.profile_steps, true, [&] { runner->execute_greedy(fb); }));
+    }
+    const ModelCost::Step s = res.cost.prefill(b, len, experts);
     row.bytes = s.bytes;
     row.flops = s.flops;
     res.rows.push_back(finish_row(row, ms));
@@ -267,24 +376,47 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
   for (int b : c.batches) {
     std::vector<int32_t> next(first.begin(), first.begin() + b);
     int64_t context = c.input_len;  // rewound: every row starts from the prefilled KV
-    std::vector<double> ms;
-    double bytes = 0, flops = 0, keys = 0;
-    for (int64_t step = 0; step < kDecodeWarmup + c.output_len; ++step, ++context) {
+    // One decode step of the b requests at `context`.
+    auto step = [&] {
       engine::StepPlan fb = new_batch(lay);
       for (int r = 0; r < b; ++r) add_request(fb, lay, r, context, {next[size_t(r)]});
-      const double t = time_ms([&] { next = runner->execute_greedy(fb); });
-      if (step < kDecodeWarmup) continue;
+      next = runner->execute_greedy(fb);
+      ++context;
+    };
+    std::vector<double> ms;
+    std::vector<int64_t> keys;  // per timed step
+    for (int64_t i = 0; i < kDecodeWarmup + c.output_len; ++i) {
+      const int64_t ctx = context;
+      const double t = time_ms(step);
+      if (i < kDecodeWarmup) continue;
       ms.push_back(t);
-      const ModelCost::Step s = res.cost.decode(b, context + 1);
-      bytes += s.bytes;
-      flops += s.flops;
-      keys += double(context + 1);
+      keys.push_back(ctx + 1);
     }
     ThroughputRow row;
     row.phase = "decode";
     row.batch = b;
     row.tokens_per_step = b;
-    row.context = keys / double(ms.size());
+    double experts = -1;
+    if (res.cost.num_experts > 0) {
+      vt::ProfileConfig pc;
+      pc.count_experts = true;
+      row.experts =
+          experts_of(*profile_steps(*runner, pc, kExpertProbeSteps, false, step), res.cost, b);
+      experts = row.experts->mean;
+    }
+    if (c.profile_ops) {
+      vt::ProfileConfig pc;
+      pc.time_ops = true;
+      row.breakdown = breakdown_of(*profile_steps(*runner, pc, c.profile_steps, true, step));
+    }
+    double bytes = 0, flops = 0, sum_keys = 0;
+    for (int64_t k : keys) {
+      const ModelCost::Step s = res.cost.decode(b, k, experts);
+      bytes += s.bytes;
+      flops += s.flops;
+      sum_keys += double(k);
+    }
+    row.context = sum_keys / double(ms.size());
     row.bytes = bytes / double(ms.size());
     row.flops = flops / double(ms.size());
     // The graph this batch replayed: the smallest captured size that holds it.
@@ -308,6 +440,74 @@ void print_throughput_header(std::FILE* f) {
                "graph", "kernels");
 }
 
+namespace {
+
+void print_experts(std::FILE* f, const ExpertCounts& e) {
+  std::fprintf(f,
+               "  experts touched per layer (router's choices, %d probe steps): mean %.1f, min "
+               "%lld, max %lld of %lld; uniform routing expects %.1f; the row's bytes count "
+               "the measured mean\n",
+               e.steps, e.mean, (long long)e.min, (long long)e.max, (long long)e.experts,
+               e.expected);
+}
+
+void print_breakdown(std::FILE* f, const OpBreakdown& b) {
+  const double op_us = b.op_us();
+  std::fprintf(f,
+               "  op breakdown: %d eager steps (graph capture off while profiling), step %.1f "
+               "us, ops %.1f us = %.1f%%, the rest host work and gaps between ops\n",
+               b.steps, b.step_us, op_us, b.step_us > 0 ? 100.0 * op_us / b.step_us : 0.0);
+  std::fprintf(f, "  %-8s %-28s %8s %11s %7s %9s %6s %8s %6s\n", "region", "op", "calls",
+               "total us", "of step", "GB/s", "of BW", "TFLOP/s", "of PK");
+  for (const OpBreakdown::Op& o : b.ops) {
+    std::fprintf(f, "  %-8s %-28s %8.1f %11.1f %6.1f%%", o.region.c_str(), o.op.c_str(), o.calls,
+                 o.us, b.step_us > 0 ? 100.0 * o.us / b.step_us : 0.0);
+    if (o.bytes > 0 && o.us > 0) {
+      const double gbps = o.bytes / (o.us * 1e-6) / 1e9;
+      std::fprintf(f, " %9.1f %5.1f%%", gbps, 100.0 * gbps / kCopyCeilingGBps);
+    } else {
+      std::fprintf(f, " %9s %6s", "-", "-");
+    }
+    if (o.flops > 0 && o.us > 0) {
+      const double tf = o.flops / (o.us * 1e-6) / 1e12;
+      std::fprintf(f, " %8.2f %5.1f%%\n", tf, 100.0 * tf / kBf16CeilingTflops);
+    } else {
+      std::fprintf(f, " %8s %6s\n", "-", "-");
+    }
+  }
+  std::fprintf(f, "  %-8s %-28s %8s %11.1f %6.1f%%\n", "-", "(host work, gaps)", "-",
+               b.step_us - op_us, b.step_us > 0 ? 100.0 * (b.step_us - op_us) / b.step_us : 0.0);
+  std::fprintf(f, "  per layer (us, of step):");
+  for (size_t i = 0; i < b.layers.size(); ++i) {
+    const OpBreakdown::Layer& l = b.layers[i];
+    std::fprintf(f, "%s %lld %s %.1f (%.1f%%)", i % 4 == 0 ? "\n   " : ";", (long long)l.layer,
+                 l.regions.c_str(), l.us, b.step_us > 0 ? 100.0 * l.us / b.step_us : 0.0);
+  }
+  std::fprintf(f, "\n");
+}
+
+nlohmann::json breakdown_json(const OpBreakdown& b) {
+  nlohmann::json j;
+  j["steps"] = b.steps;
+  j["step_us"] = b.step_us;
+  j["op_us"] = b.op_us();
+  j["graphs"] = false;
+  j["ops"] = nlohmann::json::array();
+  for (const OpBreakdown::Op& o : b.ops)
+    j["ops"].push_back({{"region", o.region},
+                        {"op", o.op},
+                        {"calls", o.calls},
+                        {"us", o.us},
+                        {"bytes", o.bytes},
+                        {"flops", o.flops}});
+  j["layers"] = nlohmann::json::array();
+  for (const OpBreakdown::Layer& l : b.layers)
+    j["layers"].push_back({{"layer", l.layer}, {"regions", l.regions}, {"us", l.us}});
+  return j;
+}
+
+}  // namespace
+
 void print_throughput_row(std::FILE* f, const ThroughputRow& r) {
   std::fprintf(f, "%-8s %5d %8lld %8.0f %9.3f %11.1f %9.1f %5.1f%% %8.1f %5.1f%%", r.phase.c_str(),
                r.batch, (long long)r.tokens_per_step, r.context, r.step_ms, r.tokens_per_s, r.gbps(),
@@ -317,6 +517,8 @@ void print_throughput_row(std::FILE* f, const ThroughputRow& r) {
     std::fprintf(f, " %5d %7lld\n", r.graph_batch, (long long)r.graph_kernels);
   else
     std::fprintf(f, " %5s %7s\n", "-", "-");
+  if (r.experts) print_experts(f, *r.experts);
+  if (r.breakdown) print_breakdown(f, *r.breakdown);
   std::fflush(f);
 }
 
@@ -331,22 +533,37 @@ std::string throughput_json(const ThroughputConfig& c, const ThroughputResult& r
   j["output_len"] = c.output_len;
   j["prefill_only"] = c.prefill_only;
   j["enforce_eager"] = c.enforce_eager;
+  j["profile_ops"] = c.profile_ops;
   j["prefill_lens"] = c.prefill_lens;
   j["load_seconds"] = r.load_seconds;
   j["cache_plan"] = r.cache_plan;
   j["weight_bytes"] = r.cost.weight_bytes;
+  j["expert_bytes"] = r.cost.expert_bytes;  // MoE: of weight_bytes, all experts of every layer
   j["ceilings"] = {{"copy_gbps", kCopyCeilingGBps}, {"bf16_tflops", kBf16CeilingTflops}};
-  for (const ThroughputRow& x : r.rows)
-    j["rows"].push_back({{"phase", x.phase},       {"batch", x.batch},
-                         {"tokens_per_step", x.tokens_per_step},
-                         {"context", x.context},   {"steps", x.steps},
-                         {"step_ms", x.step_ms},   {"step_ms_min", x.step_ms_min},
-                         {"step_ms_max", x.step_ms_max},
-                         {"tokens_per_s", x.tokens_per_s},
-                         {"bytes", x.bytes},       {"flops", x.flops},
-                         {"gbps", x.gbps()},       {"tflops", x.tflops()},
-                         {"graph_batch", x.graph_batch},
-                         {"graph_kernels", x.graph_kernels}});
+  for (const ThroughputRow& x : r.rows) {
+    nlohmann::json row = {{"phase", x.phase},
+                          {"batch", x.batch},
+                          {"tokens_per_step", x.tokens_per_step},
+                          {"context", x.context},
+                          {"steps", x.steps},
+                          {"step_ms", x.step_ms},
+                          {"step_ms_min", x.step_ms_min},
+                          {"step_ms_max", x.step_ms_max},
+                          {"tokens_per_s", x.tokens_per_s},
+                          {"bytes", x.bytes},
+                          {"flops", x.flops},
+                          {"gbps", x.gbps()},
+                          {"tflops", x.tflops()},
+                          {"graph_batch", x.graph_batch},
+                          {"graph_kernels", x.graph_kernels}};
+    if (x.experts)
+      row["experts"] = {
+          {"probe_steps", x.experts->steps}, {"per_layer", x.experts->experts},
+          {"mean", x.experts->mean},         {"min", x.experts->min},
+          {"max", x.experts->max},           {"uniform_expected", x.experts->expected}};
+    if (x.breakdown) row["op_breakdown"] = breakdown_json(*x.breakdown);
+    j["rows"].push_back(std::move(row));
+  }
   // Kernel nodes of every decode graph captured (kernels launched per decode step).
   j["graphs"] = nlohmann::json::array();
   for (const ThroughputResult::Graph& g : r.graphs)

@@ -15,6 +15,9 @@
 //     context 0, one warm-up then `repeats` timed steps, median. prefill_lens adds
 //     such rows (batch 1, one per length) after the decode rows, so one load of the
 //     model serves both.
+// MoE models: each row also runs a few untimed probe steps that count the distinct
+// experts the router chose per layer, and the row's bytes count those experts.
+// --profile-ops: each row adds a per-op time breakdown of eager steps (OpBreakdown).
 // Each row prints step time, tokens/s, and the bytes and FLOPs of a step counted
 // from the config (ModelCost) over the step time, against the H200 ceilings
 // measured in this workplace (~4.3 TB/s copy, ~790 TFLOP/s dense bf16); a decode row
@@ -24,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +49,9 @@ inline constexpr double kBf16CeilingTflops = 790;  // H200 dense bf16 cuBLASLt, 
 //     f32) read and written in every GDN layer.
 //   bytes, prefill: the weights once, the K/V written for every token and the
 //     final GDN state written (activations that could stay on chip are not counted).
+//   MoE experts: the experts a step touches, per layer: the measured distinct count
+//     when the caller has one (the router's choices of that step), else the
+//     expectation under uniform routing, E (1 - (1 - k/E)^tokens).
 //   FLOPs: 2 x matmul parameters x tokens (every weight but the gathered embedding;
 //     MoE experts scaled by top_k / num_experts), attention 4 x Hq x D per
 //     (query, key) pair (QK^T and PV; causal in prefill: L(L+1)/2 pairs), and the
@@ -62,10 +69,13 @@ struct ModelCost {
   struct Step {
     double bytes = 0, flops = 0;
   };
-  // B requests, each attending `context` keys (the new token included).
-  Step decode(int64_t batch, int64_t context) const;
-  // B prompts of `len` tokens from context 0.
-  Step prefill(int64_t batch, int64_t len) const;
+  // Distinct experts per layer that `tokens` routed tokens touch under uniform routing.
+  double expected_experts(int64_t tokens) const;
+  // B requests, each attending `context` keys (the new token included); `experts`:
+  // distinct experts touched per layer (< 0: expected_experts(B); ignored without MoE).
+  Step decode(int64_t batch, int64_t context, double experts = -1) const;
+  // B prompts of `len` tokens from context 0 (`experts` as for decode, of B x len tokens).
+  Step prefill(int64_t batch, int64_t len, double experts = -1) const;
 };
 ModelCost model_cost(const io::ModelConfig& config, vt::DType weight_dtype, vt::DType kv_dtype);
 
@@ -84,6 +94,38 @@ struct ThroughputConfig {
   // in the untimed warm-up steps).
   bool enforce_eager = false;
   uint64_t seed = 0;
+  // After each row's timed steps, profile_steps more eager steps of its shape under a
+  // vt::Profiler timing every op (graphs are not replayed while profiling), reported as
+  // the row's OpBreakdown; one unrecorded eager step comes first.
+  bool profile_ops = false;
+  int profile_steps = 3;
+};
+
+// Where one row's eager step goes (--profile-ops), per step (means over the steps).
+struct OpBreakdown {
+  struct Op {
+    std::string region, op;  // region: attn, gdn, mlp, moe, embed, lm_head, inputs, step
+    double calls = 0, us = 0, bytes = 0, flops = 0;  // summed over layers, per step
+  };
+  struct Layer {
+    int64_t layer = 0;
+    std::string regions;  // e.g. "gdn+moe"
+    double us = 0;
+  };
+  int steps = 0;
+  double step_us = 0;   // the profiler's step time (device events on CUDA)
+  std::vector<Op> ops;  // most time first
+  std::vector<Layer> layers;
+  double op_us() const;  // sum of ops' us (<= step_us: the rest is host work and gaps)
+};
+
+// MoE rows: distinct experts per layer the router chose in probe steps of the row's
+// shape (vt::ProfileConfig::count_experts), against the uniform-routing expectation.
+struct ExpertCounts {
+  int steps = 0;
+  int64_t experts = 0;  // per layer (E)
+  double mean = 0, expected = 0;
+  int64_t min = 0, max = 0;  // over layers x steps
 };
 
 struct ThroughputRow {
@@ -100,6 +142,8 @@ struct ThroughputRow {
   // kernel nodes, the kernels launched per step; 0 when the row ran eagerly.
   int graph_batch = 0;
   int64_t graph_kernels = 0;
+  std::optional<ExpertCounts> experts;   // MoE models: bytes count these experts
+  std::optional<OpBreakdown> breakdown;  // --profile-ops
   double gbps() const { return bytes / (step_ms * 1e-3) / 1e9; }
   double tflops() const { return flops / (step_ms * 1e-3) / 1e12; }
 };
@@ -124,6 +168,7 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
                                 const std::function<void(const ThroughputRow&)>& on_row);
 
 void print_throughput_header(std::FILE* f);
+// The row, then its expert counts and op breakdown when it has them.
 void print_throughput_row(std::FILE* f, const ThroughputRow& r);
 std::string throughput_json(const ThroughputConfig& c, const ThroughputResult& r);
 

@@ -7,6 +7,7 @@
 #include "vt/ops/copy.h"
 #include "vt/ops/embedding.h"
 #include "vt/ops/gemm.h"
+#include "vt/profile.h"
 
 namespace vtllm::models {
 
@@ -59,7 +60,11 @@ void DecoderModel::check_stream(const vt::Stream& s, const char* what) const {
 
 vt::Tensor DecoderModel::forward(vt::Stream& s, const ForwardBatch& batch, CacheView& cache,
                                  const InputEmbeddings* embeds) {
-  return forward_prepared(s, prepare(s, batch, cache, nullptr, nullptr), cache, embeds);
+  const BatchInputs in = [&] {
+    vt::RegionScope region(s, "inputs");
+    return prepare(s, batch, cache, nullptr, nullptr);
+  }();
+  return forward_prepared(s, in, cache, embeds);
 }
 
 BatchInputs DecoderModel::prepare(vt::Stream& s, const ForwardBatch& batch, CacheView& cache,
@@ -99,15 +104,26 @@ vt::Tensor DecoderModel::forward_prepared(vt::Stream& s, const BatchInputs& in,
   vt::Tensor x = vt::Tensor::empty({T, H}, dtype_, device_);
   vt::Tensor a = vt::Tensor::empty({T, H}, dtype_, device_);
   vt::Tensor m = vt::Tensor::empty({T, H}, dtype_, device_);
-  vt::embedding(s, stack_.embed_, in.token_ids, x);
-  if (embeds != nullptr) scatter_input_embeddings(s, *embeds, x);
-  vt::rms_norm(s, x, layers.empty() ? stack_.norm_ : layers[0].input_norm, eps, kind, a);
+  {
+    vt::RegionScope region(s, "embed");
+    vt::embedding(s, stack_.embed_, in.token_ids, x);
+    if (embeds != nullptr) scatter_input_embeddings(s, *embeds, x);
+    vt::rms_norm(s, x, layers.empty() ? stack_.norm_ : layers[0].input_norm, eps, kind, a);
+  }
+  // Profiler regions (vt/profile.h): each half of a layer with the fused add + norm
+  // that ends it.
+  const char* ffn_region = config_.text.moe ? "moe" : "mlp";
   // The mixer's add is fused with post_attention_layernorm, the FFN's with the next
   // layer's input_layernorm, the last one's with the final norm.
   for (size_t i = 0; i < layers.size(); ++i) {
     const DecoderStack::Layer& l = layers[i];
-    l.mixer->forward(s, a, in, cache, int64_t(i), m);
-    vt::add_rms_norm(s, x, m, l.post_norm, eps, kind, a);
+    {
+      const bool attn = cache_spec_[i].kind == LayerCacheSpec::Kind::kAttention;
+      vt::RegionScope region(s, attn ? "attn" : "gdn", int64_t(i));
+      l.mixer->forward(s, a, in, cache, int64_t(i), m);
+      vt::add_rms_norm(s, x, m, l.post_norm, eps, kind, a);
+    }
+    vt::RegionScope region(s, ffn_region, int64_t(i));
     l.ffn->forward(s, a, m);
     const vt::Tensor& next_norm = i + 1 < layers.size() ? layers[i + 1].input_norm : stack_.norm_;
     vt::add_rms_norm(s, x, m, next_norm, eps, kind, a);
@@ -118,6 +134,7 @@ vt::Tensor DecoderModel::forward_prepared(vt::Stream& s, const BatchInputs& in,
 vt::Tensor DecoderModel::compute_logits(vt::Stream& s, const vt::Tensor& hidden,
                                         const std::vector<int32_t>& rows) {
   check_stream(s, "compute_logits");
+  vt::RegionScope region(s, "lm_head");
   VT_CHECK(hidden.dim() == 2 && hidden.size(1) == hidden_size(), "compute_logits: hidden ",
            hidden.str(), " is not [T, ", hidden_size(), "]");
   const int64_t R = int64_t(rows.size());

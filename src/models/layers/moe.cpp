@@ -4,6 +4,7 @@
 #include "vt/ops/fill.h"
 #include "vt/ops/gemm.h"
 #include "vt/ops/moe.h"
+#include "vt/profile.h"
 
 namespace vtllm::models {
 
@@ -35,6 +36,7 @@ void SparseMoeBlock::forward(vt::Stream& s, const vt::Tensor& x, vt::Tensor& out
   vt::Tensor ids = vt::Tensor::empty({T, top_k_}, vt::DType::kI32, dev);
   vt::Tensor weights = vt::Tensor::empty({T, top_k_}, dt, dev);
   vt::moe_route(s, logits, top_k_, ids, weights);
+  if (vt::Profiler* p = vt::Profiler::of(s)) p->note_routing(s, ids, experts_);  // count_experts
   vt::Tensor routed = vt::Tensor::empty({T, hidden_}, dt, dev);
   vt::moe_experts(s, x, gate_up_, down_, ids, weights, routed);
 

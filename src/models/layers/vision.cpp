@@ -7,6 +7,7 @@
 #include "vt/ops/copy.h"
 #include "vt/ops/gemm.h"
 #include "vt/ops/rope.h"
+#include "vt/profile.h"
 
 namespace vtllm::models {
 
@@ -203,6 +204,7 @@ void Qwen3_5VisionTower::block(vt::Stream& s, const VisionBlockParams& b, const 
 
 vt::Tensor Qwen3_5VisionTower::encode(vt::Stream& s, const vt::Tensor& pixel_values,
                                       const std::vector<VisionGrid>& grids) {
+  vt::RegionScope region(s, "vision");  // a profiled step's tower ops (vt/profile.h)
   const io::VisionConfig& v = config_;
   const int64_t m = v.spatial_merge_size;
   VT_CHECK(s.device() == device_, "vision tower: a stream on ", s.device().str(),

@@ -2,6 +2,7 @@
 
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/elementwise.h"
 #endif
@@ -21,6 +22,7 @@ std::pair<Rows, Rows> unary_args(Stream& s, const char* op, const Tensor& x, con
 }  // namespace
 
 void silu_and_mul(Stream& s, const Tensor& x, Tensor& out) {
+  OpScope prof(s, "silu_and_mul");
   const char* op = "silu_and_mul";
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(out, op, "out", kActDTypes);
@@ -42,6 +44,7 @@ void silu_and_mul(Stream& s, const Tensor& x, Tensor& out) {
 }
 
 void sigmoid(Stream& s, const Tensor& x, Tensor& out) {
+  OpScope prof(s, "sigmoid");
   auto [xr, outr] = unary_args(s, "sigmoid", x, out);
   if (s.device().is_cpu()) return cpu::sigmoid(s, xr, outr);
 #if VTLLM_WITH_CUDA
@@ -52,6 +55,7 @@ void sigmoid(Stream& s, const Tensor& x, Tensor& out) {
 }
 
 void softmax(Stream& s, const Tensor& x, Tensor& out) {
+  OpScope prof(s, "softmax");
   VT_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) > 0, "softmax: x ", x.str(),
            " needs a non-empty last dim");
   auto [xr, outr] = unary_args(s, "softmax", x, out);
@@ -85,9 +89,11 @@ void binary_op(Stream& s, const char* op, cpu::Binary kind, const Tensor& a, con
 }  // namespace
 
 void add(Stream& s, const Tensor& a, const Tensor& b, Tensor& out) {
+  OpScope prof(s, "add");
   binary_op(s, "add", cpu::Binary::kAdd, a, b, out);
 }
 void mul(Stream& s, const Tensor& a, const Tensor& b, Tensor& out) {
+  OpScope prof(s, "mul");
   binary_op(s, "mul", cpu::Binary::kMul, a, b, out);
 }
 

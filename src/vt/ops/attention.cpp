@@ -4,6 +4,7 @@
 #include "vt/cpu/attention.h"
 #include "vt/ops/args.h"
 #include "vt/ops/indices.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/attention.h"
 #endif
@@ -91,6 +92,7 @@ SlotMapping check_kv_cache_write(const Stream& s, const Tensor& k, const Tensor&
 
 void kv_cache_write(Stream& s, const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
                     Tensor& k_cache, Tensor& v_cache) {
+  OpScope prof(s, "kv_cache_write");
   const SlotMapping slots =
       check_kv_cache_write(s, k, v, slot_mapping, k_cache, v_cache, "kv_cache_write");
   if (s.device().is_cpu()) return cpu::kv_cache_write(s, k, v, slots.host, k_cache, v_cache);
@@ -105,6 +107,7 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
                      const Tensor& query_start_loc, const Tensor& seq_lens,
                      const Tensor& block_table, float scale, Tensor& out,
                      const AttentionBounds& bounds) {
+  OpScope prof(s, "paged_attention");
   const char* op = "paged_attention";
   expect_heads(q, op, "q");
   expect_heads(out, op, "out");

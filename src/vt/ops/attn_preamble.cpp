@@ -9,6 +9,7 @@
 #include "vt/ops/args.h"
 #include "vt/ops/attention.h"
 #include "vt/ops/rope.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/attention.h"
 #endif
@@ -79,6 +80,7 @@ void attn_qk_norm_rope_gate(Stream& s, const Tensor& qg, const Tensor& k, const 
                             const Tensor& k_norm_w, float eps, RmsNormKind kind,
                             const Tensor& cos_sin, Tensor& q_out, Tensor& k_out,
                             const Tensor& gate_out, const KvCacheWrite& cache) {
+  OpScope prof(s, "attn_qk_norm_rope_gate");
   const char* op = "attn_qk_norm_rope_gate";
   check_proj(qg, op, "qg");
   check_proj(k, op, "k");

@@ -2,6 +2,7 @@
 
 #include "vt/cpu/copy.h"
 #include "vt/cuda/api.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/elementwise.h"
 #endif
@@ -9,9 +10,11 @@
 namespace vt {
 
 void copy(Stream& s, const Tensor& src, Tensor& dst) {
+  OpScope prof(s, "copy");
   VT_CHECK(src.defined() && dst.defined(), "copy: undefined tensor");
   VT_CHECK(src.shape() == dst.shape(), "copy: src ", src.str(), " and dst ", dst.str(),
            " differ in shape");
+  if (prof.active()) prof.set_cost(double(src.nbytes() + dst.nbytes()), 0);
   VT_CHECK(is_floating(src.dtype()) == is_floating(dst.dtype()), "copy: src ", src.str(),
            " to dst ", dst.str(), " mixes float and integer dtypes");
   if (src.device().is_cpu() && dst.device().is_cpu()) {
@@ -53,6 +56,7 @@ void copy(Stream& s, const Tensor& src, Tensor& dst) {
 }
 
 Tensor to_device(Stream& s, const Tensor& t, Device device) {
+  OpScope prof(s, "to_device");
   if (t.device() == device && t.is_contiguous()) return t;
   Tensor src = t.is_contiguous() || !t.device().is_cpu() ? t : contiguous(s, t);
   Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
@@ -62,6 +66,7 @@ Tensor to_device(Stream& s, const Tensor& t, Device device) {
 }
 
 Tensor contiguous(Stream& s, const Tensor& t) {
+  OpScope prof(s, "contiguous");
   if (t.is_contiguous()) return t;
   Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
   copy(s, t, out);
@@ -69,6 +74,7 @@ Tensor contiguous(Stream& s, const Tensor& t) {
 }
 
 Tensor to_dtype(Stream& s, const Tensor& t, DType dtype) {
+  OpScope prof(s, "to_dtype");
   if (t.dtype() == dtype && t.is_contiguous()) return t;
   Tensor out = Tensor::empty(t.shape(), dtype, t.device());
   copy(s, t, out);

@@ -3,6 +3,7 @@
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
 #include "vt/ops/copy.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/sampling.h"
 #endif
@@ -10,6 +11,7 @@
 namespace vt {
 
 void embedding(Stream& s, const Tensor& table, const Tensor& ids, Tensor& out) {
+  OpScope prof(s, "embedding");
   const char* op = "embedding";
   expect_dtype(table, op, "table", kActDTypes);
   expect_dtype(ids, op, "ids", {DType::kI32, DType::kI64});

@@ -6,6 +6,7 @@
 
 #include "vt/cpu/encoder.h"
 #include "vt/ops/args.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/encoder.h"
 #endif
@@ -28,6 +29,7 @@ cuda::HeadsArg heads_arg(const Tensor& t) {
 
 void layer_norm(Stream& s, const Tensor& x, const Tensor& w, const Tensor& b, float eps,
                 Tensor& out) {
+  OpScope prof(s, "layer_norm");
   const char* op = "layer_norm";
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(w, op, "w", kActDTypes);
@@ -54,6 +56,7 @@ void layer_norm(Stream& s, const Tensor& x, const Tensor& w, const Tensor& b, fl
 }
 
 void gelu(Stream& s, const Tensor& x, GeluKind kind, Tensor& out) {
+  OpScope prof(s, "gelu");
   const char* op = "gelu";
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(out, op, "out", kActDTypes);
@@ -71,6 +74,7 @@ void gelu(Stream& s, const Tensor& x, GeluKind kind, Tensor& out) {
 
 void weighted_gather(Stream& s, const Tensor& table, const Tensor& idx, const Tensor& weight,
                      Tensor& out) {
+  OpScope prof(s, "weighted_gather");
   const char* op = "weighted_gather";
   expect_dtype(table, op, "table", kActDTypes);
   expect_dtype(idx, op, "idx", {DType::kI32});
@@ -97,6 +101,7 @@ void weighted_gather(Stream& s, const Tensor& table, const Tensor& idx, const Te
 
 void segment_attention(Stream& s, const Tensor& q, const Tensor& k, const Tensor& v,
                        const Tensor& cu_seqlens, float scale, Tensor& out) {
+  OpScope prof(s, "segment_attention");
   const char* op = "segment_attention";
   expect_heads(q, op, "q");
   expect_heads(k, op, "k");

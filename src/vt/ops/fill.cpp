@@ -5,6 +5,7 @@
 
 #include "vt/cpu/dispatch.h"
 #include "vt/ops/args.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/elementwise.h"
 #endif
@@ -28,6 +29,7 @@ void fill_cpu(Stream& s, Tensor& t, T v) {
 }  // namespace
 
 void fill(Stream& s, Tensor& t, double value) {
+  OpScope prof(s, "fill");
   const char* op = "fill";
   expect_defined(t, op, "t");
   expect_device(s, op, {&t});

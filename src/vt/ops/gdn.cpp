@@ -6,6 +6,7 @@
 #include "vt/ops/args.h"
 #include "vt/ops/indices.h"
 #include "vt/ops/norm.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/gdn.h"
 #include "vt/cuda/norm.h"
@@ -76,6 +77,7 @@ Varlen delta_checks(const char* op, Stream& s, const Tensor& q, const Tensor& k,
 
 void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& query_start_loc,
                         Tensor& conv_state, const Tensor& state_slots, Tensor& out) {
+  OpScope prof(s, "causal_conv1d_silu");
   const char* op = "causal_conv1d_silu";
   expect_dtype(x, op, "x", kActDTypes);
   VT_CHECK(x.dim() == 2 && (x.stride(1) == 1 || x.size(1) == 1), op, ": x ", x.str(),
@@ -107,6 +109,7 @@ void causal_conv1d_silu(Stream& s, const Tensor& x, const Tensor& w, const Tenso
 
 void gdn_gates(Stream& s, const Tensor& a, const Tensor& b, const Tensor& A_log,
                const Tensor& dt_bias, DType beta_round, Tensor& g, Tensor& beta) {
+  OpScope prof(s, "gdn_gates");
   const char* op = "gdn_gates";
   gate_checks(op, a, b, A_log, dt_bias, beta_round);
   const int64_t T = a.size(0), hv = a.size(1);
@@ -129,6 +132,7 @@ void gated_delta_rule_recurrent(Stream& s, const Tensor& q, const Tensor& k, con
                                 const Tensor& g, const Tensor& beta, float scale,
                                 const Tensor& query_start_loc, Tensor& state,
                                 const Tensor& state_slots, Tensor& out) {
+  OpScope prof(s, "gated_delta_rule_recurrent");
   const char* op = "gated_delta_rule_recurrent";
   const Varlen req =
       delta_checks(op, s, q, k, v, g, beta, query_start_loc, state, state_slots, out);
@@ -145,6 +149,7 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
                               const Tensor& g, const Tensor& beta, float scale,
                               const Tensor& query_start_loc, Tensor& state,
                               const Tensor& state_slots, Tensor& out) {
+  OpScope prof(s, "gated_delta_rule_chunked");
   const char* op = "gated_delta_rule_chunked";
   const Varlen req =
       delta_checks(op, s, q, k, v, g, beta, query_start_loc, state, state_slots, out);
@@ -159,6 +164,7 @@ void gated_delta_rule_chunked(Stream& s, const Tensor& q, const Tensor& k, const
 
 void gated_rms_norm(Stream& s, const Tensor& x, const Tensor& z, const Tensor& w, float eps,
                     Tensor& out) {
+  OpScope prof(s, "gated_rms_norm");
   const char* op = "gated_rms_norm";
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(z, op, "z", kActDTypes);
@@ -192,6 +198,7 @@ void gdn_unfused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Te
                            const Tensor& dt_bias, DType beta_round, float scale,
                            const Tensor& norm_w, float eps, const Tensor& query_start_loc,
                            Tensor& state, const Tensor& state_slots, Tensor& out) {
+  OpScope prof(s, "gdn_unfused_recurrent");
   const Device dev = s.device();
   const int64_t T = q.size(0), hv = v.size(1);
   Tensor qn = Tensor::empty(q.shape(), DType::kF32, dev);
@@ -213,6 +220,7 @@ void gdn_fused_recurrent(Stream& s, const Tensor& q, const Tensor& k, const Tens
                          const Tensor& dt_bias, DType beta_round, float scale, const Tensor& norm_w,
                          float eps, const Tensor& query_start_loc, Tensor& state,
                          const Tensor& state_slots, Tensor& out) {
+  OpScope prof(s, "gdn_fused_recurrent");
   const char* op = "gdn_fused_recurrent";
   expect_heads(q, op, "q");
   expect_heads(k, op, "k");

@@ -3,6 +3,7 @@
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
 #include "vt/ops/copy.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/gemm.h"
 #endif
@@ -10,6 +11,7 @@
 namespace vt {
 
 void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tensor& bias) {
+  OpScope prof(s, "linear");
   const char* op = "linear";
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(w, op, "w", kActDTypes);
@@ -26,6 +28,12 @@ void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tens
   expect_device(s, op, {&x, &w, &out, &bias});
   expect_no_alias(x, out, op, "x");
   expect_no_alias(w, out, op, "w");
+  if (prof.active()) {  // every operand once; 2 M N K
+    const double m = double(x.size(0)), n = double(w.size(0)), k = double(x.size(1));
+    prof.set_cost(m * k * double(x.itemsize()) + n * k * double(w.itemsize()) +
+                      m * n * double(out.itemsize()),
+                  2 * m * n * k);
+  }
   Rows xr = rows_view(x, op, "x"), wr = rows_view(w, op, "w"), outr = rows_view(out, op, "out");
   if (s.device().is_cpu()) return cpu::linear(s, xr, wr, bias, outr);
 #if VTLLM_WITH_CUDA
@@ -36,6 +44,7 @@ void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tens
 }
 
 void matmul(Stream& s, const Tensor& a, const Tensor& b, Tensor& out) {
+  OpScope prof(s, "matmul");
   VT_CHECK(b.defined() && b.dim() == 2, "matmul: b ", b.str(), " must be [K, N]");
   VT_CHECK(a.defined() && a.dim() == 2 && a.size(1) == b.size(0), "matmul: a ", a.str(),
            " must be [M, ", b.size(0), "] for b ", b.str());

@@ -3,6 +3,7 @@
 
 #include "vt/cpu/moe.h"
 #include "vt/ops/args.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/moe.h"
 #endif
@@ -29,6 +30,7 @@ void expect_routing(const Tensor& ids, const Tensor& weights, const char* op, in
 }  // namespace
 
 void moe_route(Stream& s, const Tensor& logits, int64_t k, Tensor& topk_ids, Tensor& topk_weights) {
+  OpScope prof(s, "moe_route");
   const char* op = "moe_route";
   expect_dtype(logits, op, "logits", kActDTypes);
   VT_CHECK(logits.dim() == 2 && logits.size(1) > 0, op, ": logits ", logits.str(),
@@ -51,6 +53,7 @@ void moe_route(Stream& s, const Tensor& logits, int64_t k, Tensor& topk_ids, Ten
 
 void moe_experts(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
                  const Tensor& topk_ids, const Tensor& topk_weights, Tensor& out) {
+  OpScope prof(s, "moe_experts");
   const char* op = "moe_experts";
   expect_dtype(x, op, "x", kActDTypes);
   VT_CHECK(x.dim() == 2, op, ": x ", x.str(), " must be [tokens, hidden]");

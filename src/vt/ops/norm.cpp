@@ -3,6 +3,7 @@
 #include "vt/cpu/add_rms_norm.h"
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/norm.h"
 #include "vt/cuda/norm/add_rms_norm.h"
@@ -11,6 +12,7 @@
 namespace vt {
 
 void rms_norm(Stream& s, const Tensor& x, const Tensor& w, float eps, RmsNormKind kind, Tensor& out) {
+  OpScope prof(s, "rms_norm");
   const char* op = "rms_norm";
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(w, op, "w", kActDTypes);
@@ -23,6 +25,7 @@ void rms_norm(Stream& s, const Tensor& x, const Tensor& w, float eps, RmsNormKin
   expect_device(s, op, {&x, &w, &out});
   expect_no_partial_alias(x, out, op, "x");
   expect_no_alias(w, out, op, "w");
+  if (prof.active()) prof.set_cost(double(x.nbytes() + out.nbytes() + w.nbytes()), 0);
   Rows xr = rows_view(x, op, "x"), outr = rows_view(out, op, "out");
   if (s.device().is_cpu()) return cpu::rms_norm(s, xr, w, eps, kind, outr);
 #if VTLLM_WITH_CUDA
@@ -33,6 +36,7 @@ void rms_norm(Stream& s, const Tensor& x, const Tensor& w, float eps, RmsNormKin
 }
 
 void l2_normalize(Stream& s, const Tensor& x, float eps, Tensor& out) {
+  OpScope prof(s, "l2_normalize");
   const char* op = "l2_normalize";
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(out, op, "out", kActDTypes);
@@ -52,6 +56,7 @@ void l2_normalize(Stream& s, const Tensor& x, float eps, Tensor& out) {
 
 void add_rms_norm(Stream& s, Tensor& residual, const Tensor& delta, const Tensor& w, float eps,
                   RmsNormKind kind, Tensor& out) {
+  OpScope prof(s, "add_rms_norm");
   const char* op = "add_rms_norm";
   expect_dtype(residual, op, "residual", kActDTypes);
   expect_dtype(delta, op, "delta", kActDTypes);
@@ -71,6 +76,8 @@ void add_rms_norm(Stream& s, Tensor& residual, const Tensor& delta, const Tensor
   expect_no_alias(w, residual, op, "w");
   expect_no_alias(w, out, op, "w");
   expect_no_partial_alias(delta, out, op, "delta");
+  if (prof.active())  // residual read and written, delta read, out written
+    prof.set_cost(double(2 * residual.nbytes() + delta.nbytes() + out.nbytes() + w.nbytes()), 0);
   Rows rr = rows_view(residual, op, "residual"), dr = rows_view(delta, op, "delta"),
        outr = rows_view(out, op, "out");
   if (s.device().is_cpu()) return cpu::add_rms_norm(s, rr, dr, w, eps, kind, outr);

@@ -6,6 +6,7 @@
 
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/rope.h"
 #endif
@@ -30,6 +31,7 @@ void check_table_args(const char* op, const Tensor& positions, int64_t rotary_di
 }  // namespace
 
 void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out) {
+  OpScope prof(s, "rope_neox");
   const char* op = "rope_neox";
   cpu::HeadsView xv = heads_view(x, op, "x"), ov = heads_view(out, op, "out");
   expect_shape(out, op, "out", x.shape());
@@ -70,6 +72,7 @@ Tensor rope_cos_sin_1d(const Tensor& positions, int64_t rotary_dim, double theta
 }
 
 void rope_cos_sin_1d(Stream& s, const Tensor& positions, double theta, Tensor& out) {
+  OpScope prof(s, "rope_cos_sin_1d");
   const char* op = "rope_cos_sin_1d";
   expect_dtype(out, op, "out", {DType::kF32});
   VT_CHECK(out.dim() == 2 && out.is_contiguous(), op, ": out ", out.str(),

@@ -6,6 +6,7 @@
 #include "vt/cpu/kernels.h"
 #include "vt/cpu/sampling.h"
 #include "vt/ops/args.h"
+#include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/sampling.h"
 #endif
@@ -13,6 +14,7 @@
 namespace vt {
 
 void argmax(Stream& s, const Tensor& logits, Tensor& out) {
+  OpScope prof(s, "argmax");
   const char* op = "argmax";
   expect_dtype(logits, op, "logits", kActDTypes);
   expect_dtype(out, op, "out", {DType::kI32, DType::kI64});
@@ -74,6 +76,7 @@ void check_batch(const SampleBatch& b, int64_t rows, int64_t vocab) {
 }  // namespace
 
 SampleOutput sample(Stream& s, const Tensor& logits, const SampleBatch& batch) {
+  OpScope prof(s, "sample");
   const char* op = "sample";
   expect_dtype(logits, op, "logits", kActDTypes);
   VT_CHECK(logits.dim() == 2 && logits.size(1) > 0 && logits.size(1) < (int64_t(1) << 23), op,

@@ -11,6 +11,9 @@
 #       lsrc/ in an xz tarball small enough to travel to the GPU machine (~6 MB).
 #   llama_cpp.sh convert SRC_DIR HF_DIR OUT_GGUF
 #       llama.cpp's own converter, bf16, no MTP head (the dummy checkpoint has none).
+#   llama_cpp.sh convert-mmproj SRC_DIR HF_DIR OUT_GGUF
+#       the vision tower of a Qwen3.5 / Qwen3.6 ConditionalGeneration checkpoint as
+#       llama.cpp's multimodal projector (convert_hf_to_gguf.py --mmproj), bf16.
 #   llama_cpp.sh serve GGUF MAX_CONCURRENCY INPUT_LEN OUTPUT_LEN PORT
 #       run llama-server in the foreground: every layer on the GPU, flash attention on,
 #       one slot per concurrent client, continuous batching, a context that holds every
@@ -25,13 +28,18 @@
 #       a checkpoint at every prompt's end (--checkpoint-min-step 0): the default 8192-token
 #       spacing leaves turns of a few hundred tokens without one, so a rewritten history
 #       would re-prefill in full.
+#   llama_cpp.sh serve-mm GGUF MMPROJ_GGUF MAX_CONCURRENCY INPUT_LEN OUTPUT_LEN PORT
+#       as serve, with the projector (--mmproj) for image chats: the projector on the GPU
+#       (--mmproj-offload, its default, stated) and an image budget above the 1024 tokens
+#       of a 1024x1024 image (4096 as --image-max-tokens), so llama.cpp never downscales
+#       it. INPUT_LEN counts the image's tokens.
 #
 # tools/bench/check_peer_config.py reads the llama-server line below and fails when a
 # production setting is missing; keep its flags explicit even where they are defaults.
 set -euo pipefail
 shopt -s extglob
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 cmd=${1:-}
 case "$cmd" in
@@ -78,6 +86,12 @@ case "$cmd" in
     PYTHONPATH="$src/gguf-py${PYTHONPATH:+:$PYTHONPATH}" \
       python3 "$src/convert_hf_to_gguf.py" "$hf_dir" --outfile "$out" --outtype bf16 --no-mtp
     ;;
+  convert-mmproj)
+    [ $# -eq 4 ] || usage
+    src=$2 hf_dir=$3 out=$4
+    PYTHONPATH="$src/gguf-py${PYTHONPATH:+:$PYTHONPATH}" \
+      python3 "$src/convert_hf_to_gguf.py" "$hf_dir" --mmproj --outfile "$out" --outtype bf16
+    ;;
   serve|serve-multi-turn)
     [ $# -eq 6 ] || usage
     gguf=$2 max_concurrency=$3 input_len=$4 output_len=$5 port=$6
@@ -97,6 +111,18 @@ case "$cmd" in
       --checkpoint-min-step "$checkpoint_min_step" \
       --cache-ram 32768 \
       -c "$ctx"
+    ;;
+  serve-mm)
+    [ $# -eq 7 ] || usage
+    gguf=$2 mmproj=$3 max_concurrency=$4 input_len=$5 output_len=$6 port=$7
+    bin=${LLAMA_BUILD:-/tmp/llama.cpp-build}/bin
+    # As serve (the same settings in their long spellings), plus the projector's.
+    mm_ctx=$(( (input_len + output_len + 256) * max_concurrency ))
+    exec "$bin/llama-server" -m "$gguf" --mmproj "$mmproj" --host 127.0.0.1 --port "$port" \
+      --n-gpu-layers all --flash-attn on --cont-batching -np "$max_concurrency" \
+      --cache-prompt -ctxcp 32 -cms 8192 -cram 32768 \
+      --mmproj-offload --image-max-tokens 4096 \
+      --ctx-size "$mm_ctx"
     ;;
   *)
     usage
