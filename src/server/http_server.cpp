@@ -435,10 +435,8 @@ void HttpServer::Impl::do_accept() {
   });
 }
 
-HttpServer::HttpServer(HttpServerConfig config, OpenAiService& service) {
-  apply_malloc_config(config.malloc);
-  impl_ = std::make_unique<Impl>(std::move(config), service);
-}
+HttpServer::HttpServer(HttpServerConfig config, OpenAiService& service)
+    : impl_(std::make_unique<Impl>(std::move(config), service)) {}
 
 HttpServer::~HttpServer() {
   Impl& s = *impl_;

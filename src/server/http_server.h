@@ -25,7 +25,6 @@
 
 #include "server/http_message.h"
 #include "server/http_routes.h"
-#include "server/malloc_config.h"
 #include "server/openai_service.h"
 
 namespace vtllm::server {
@@ -49,8 +48,6 @@ struct HttpServerConfig {
   // One line per response on stderr when it has been sent (or its client left): client
   // address, request line, status, milliseconds since the request was read.
   bool access_log = false;
-  // Applied to the process when the server is constructed.
-  MallocConfig malloc;
 };
 
 class HttpServer {
