@@ -6,15 +6,14 @@
 # (least squares over the samples, KiB/min). Exits 1 when any request failed,
 # the server died, or the slope is above SOAK_MAX_SLOPE. Not in CI (minutes).
 #
-# The slope limit, 2048 KiB/min: the first half is warm-up (KV cache, GDN
-# state, snapshot slots, worker stacks and arenas are touched for the first
-# time); after it a bounded server's RSS moves only with the live batch's
-# tensors (mmapped, see src/server/malloc_config.h), which put the samples
-# anywhere in a ~11 MiB band. Over the 300 s second half of the 600 s default
-# (30 samples) that band gives the slope a standard error of ~0.4 MiB/min, so
-# 2 MiB/min is 5 standard errors above flat and 5 times below the growth
-# glibc's dynamic mmap threshold caused (~10 MiB/min). Shorter runs have fewer
-# samples over less time: raise the limit there.
+# The slope limit, 2048 KiB/min: the first half is warm-up (worker stacks and
+# malloc arenas reach their working size); after it a bounded server's RSS
+# moves only with the live batch's tensors and buffers, which put the samples
+# anywhere in a ~11 MiB band (measured). Over the 300 s second half of the
+# 600 s default (30 samples) that band gives the slope a standard error of
+# ~0.4 MiB/min, so 2 MiB/min is 5 standard errors above flat and 4 times below
+# the arena growth docs/BENCHMARKS.md's soak section records (7.3 to 8.6
+# MiB/min). Shorter runs have fewer samples over less time: raise the limit.
 #
 # usage: tools/server_tests/soak.sh VTLLM_BINARY MODEL_DIR [SECONDS (600)] [CONCURRENCY (64)]
 # Environment: SOAK_OUTPUT_LEN (32), SOAK_INPUT_LEN (32), SOAK_PORT (0: a free port),
