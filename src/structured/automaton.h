@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -80,6 +81,8 @@ class Automaton {
   std::vector<int32_t> trans_;  // states_ x 256; -2 = not computed yet
   std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
   size_t mask_bytes_ = 0;
+  std::vector<int32_t> work_, step_out_;  // scratch of expand() / step_locked()
+  std::vector<int32_t> walk_states_;      // per trie depth: the state there
   int32_t initial_ = kDead;
 };
 

@@ -60,6 +60,10 @@ struct Grammar {
   // `hint` names it. Returns the element that references it.
   Element codepoint_class(std::span<const CodepointRange> ranges, bool negated,
                           std::string_view hint);
+  // Replaces seq[item_start..] (one item) by `min` to `max` (-1: unbounded)
+  // repetitions of it, through fresh rules named after `hint`. Throws
+  // vtllm::Error when max < min (and max != -1) or max > 10000.
+  void append_repeat(Alternative& seq, size_t item_start, int min, int max, std::string_view hint);
   // GBNF-like text of the grammar, for errors and debugging.
   std::string to_string() const;
 };

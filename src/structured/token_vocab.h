@@ -40,7 +40,8 @@ class TokenVocab {
   TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId> stop_ids);
 
   // From a tokenizer: each model token decoded from its byte-level spelling
-  // (or, for a tokenizer without the byte-level alphabet, decode({id})); every
+  // (a piece outside that alphabet is read SentencePiece-style: "<0xAB>" is
+  // the byte, U+2581 a space, the rest as is); every
   // added token excluded except `stop_ids`. `vocab_size` (0: tokenizer.id_end())
   // is the mask width, usually the model's lm_head rows (ids past the
   // tokenizer's are never allowed). Empty `stop_ids`: the tokenizer's eos_id().
