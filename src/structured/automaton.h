@@ -3,7 +3,7 @@
 // A grammar is flattened into one array of positions (each alternative's
 // elements followed by an end marker). A stack is a hash-consed linked list
 // of positions: the top is where matching continues, the rest are return
-// positions. A calls to a rule whose return position is an end marker does not
+// positions. A call to a rule whose return position is an end marker does not
 // push (tail calls), so repetition runs in constant stack depth. A state is
 // the sorted set of stacks whose top is a byte element, plus whether the
 // input so far is complete; states are interned, so the automaton is a DFA
