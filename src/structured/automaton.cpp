@@ -111,10 +111,8 @@ Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(v
   }
   const auto context_pos = static_cast<int32_t>(elems_.size());
   elems_.push_back(Elem{Elem::kContext, 0});
-  size_t depth = 0;
-  for (const TokenVocab::TrieNode& t : vocab_.trie()) depth = std::max<size_t>(depth, t.depth);
-  walk_states_.resize(depth + 1);
-  walk_context_.resize(depth + 1);
+  walk_states_.resize(vocab_.max_token_bytes() + 1);
+  walk_context_.resize(vocab_.max_token_bytes() + 1);
 
   std::lock_guard<std::mutex> lock(mu_);
   context_node_ = node(context_pos, -1);

@@ -67,6 +67,7 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       const auto t = static_cast<int32_t>(trie_tokens_.size());
       trie_.push_back(TrieNode{static_cast<uint8_t>(s[d]), static_cast<uint16_t>(d + 1), -1, t, t});
     }
+    max_token_bytes_ = std::max(max_token_bytes_, s.size());
     TrieNode& last = trie_[static_cast<size_t>(path.back())];
     if (last.token_begin == last.token_end)
       last.token_begin = static_cast<int32_t>(trie_tokens_.size());

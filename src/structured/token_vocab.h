@@ -54,6 +54,8 @@ class TokenVocab {
   size_t mask_words() const { return (bytes_.size() + 31) / 32; }
   std::string_view bytes(TokenId id) const { return bytes_[static_cast<size_t>(id)]; }
   bool is_stop(TokenId id) const;
+  // Length of the longest matchable token (the trie's depth).
+  size_t max_token_bytes() const { return max_token_bytes_; }
   std::span<const TokenId> stop_ids() const { return stop_ids_; }
   std::span<const TrieNode> trie() const { return trie_; }
   std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
@@ -63,6 +65,7 @@ class TokenVocab {
   std::vector<TokenId> stop_ids_;
   std::vector<TrieNode> trie_;
   std::vector<TokenId> trie_tokens_;
+  size_t max_token_bytes_ = 0;
 };
 
 }  // namespace vtllm::structured

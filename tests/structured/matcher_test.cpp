@@ -276,6 +276,11 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
   for (size_t id = 0; id < bytes.size(); ++id) {
     EXPECT_EQ(seen[id], bytes[id].empty() || id == 7 ? 0 : 1) << id;
   }
+  size_t longest = 0;
+  for (size_t id = 0; id < bytes.size(); ++id) {
+    if (id != 7) longest = std::max(longest, bytes[id].size());
+  }
+  EXPECT_EQ(vocab.max_token_bytes(), longest);
   EXPECT_THROW(TokenVocab({"a"}, {1}), Error);
 }
 
