@@ -240,7 +240,7 @@ class SchemaRuleSet::Impl {
       auto len = [&](const char* key, int dflt) {
         if (!s.contains(key)) return dflt;
         const OJson& v = s[key];
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100000) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > gbnf::kMaxRepeat) {
           fail(std::string("/") + key, "expected a non-negative integer");
         }
         return static_cast<int>(v.get<int64_t>());
@@ -547,7 +547,9 @@ class SchemaRuleSet::Impl {
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
         fail(ptr + "/" + key, "expected a non-negative integer");
       }
-      if (v.get<uint64_t>() > 100000) fail(ptr + "/" + key, "length bound too large");
+      if (v.get<uint64_t>() > static_cast<uint64_t>(gbnf::kMaxRepeat)) {
+        fail(ptr + "/" + key, str_cat("length bound above ", gbnf::kMaxRepeat));
+      }
       return static_cast<int>(v.get<uint64_t>());
     };
     if (s.contains("format") && s["format"].is_string() &&
@@ -644,7 +646,9 @@ class SchemaRuleSet::Impl {
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
         fail(ptr + "/" + key, "expected a non-negative integer");
       }
-      if (v.get<uint64_t>() > 100000) fail(ptr + "/" + key, "item count too large");
+      if (v.get<uint64_t>() > static_cast<uint64_t>(gbnf::kMaxRepeat)) {
+        fail(ptr + "/" + key, str_cat("item count above ", gbnf::kMaxRepeat));
+      }
       return static_cast<int>(v.get<uint64_t>());
     };
     int k = static_cast<int>(prefix.size());

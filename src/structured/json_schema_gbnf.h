@@ -33,6 +33,9 @@ inline constexpr std::string_view kJsonEscape =
 // The code points of UTF-8 `text`; throws vtllm::Error on malformed UTF-8.
 std::vector<uint32_t> code_points(std::string_view text);
 
+// The largest repetition count emitted (the GBNF parser's limit for {m,n}).
+inline constexpr int kMaxRepeat = 10000;
+
 // `expr{min,max}` with max < 0 meaning unbounded, in the shortest GBNF spelling.
 std::string repeat(std::string_view expr, int min, int max);
 

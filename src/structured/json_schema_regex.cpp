@@ -195,7 +195,7 @@ class RegexTranslator {
     long v = 0;
     while (!at_end() && p_[i_] >= '0' && p_[i_] <= '9') {
       v = v * 10 + (p_[i_] - '0');
-      if (v > 100000) fail("repetition count too large");
+      if (v > gbnf::kMaxRepeat) fail(str_cat("repetition count above ", gbnf::kMaxRepeat));
       ++i_;
     }
     if (i_ == start) fail("expected a number in {}");

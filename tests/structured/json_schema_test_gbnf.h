@@ -1,24 +1,58 @@
 // A small reference recogniser for the GBNF text json_schema.h emits, for the tests: parses
 // the rules into a tree and matches a whole string by computing, for each subexpression, the
 // set of code-point positions where a match starting at a given position can end (memoised
-// per rule and position). Slow but independent of the engine's matcher.
+// per rule and position). Slow but independent of the engine's matcher, which accepts() also
+// asks (parse_gbnf + Matcher over a one-byte-per-token vocabulary): any disagreement is a
+// test failure.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "structured/grammar.h"
+#include "structured/matcher.h"
+#include "structured/token_vocab.h"
+
 namespace vtllm::structured::testing {
+
+// The engine's verdict: the whole of a byte string is in the grammar's language.
+class EngineGrammar {
+ public:
+  explicit EngineGrammar(const std::string& gbnf)
+      : vocab_(byte_vocab()), compiled_(CompiledGrammar::compile(parse_gbnf(gbnf), vocab_)) {}
+  EngineGrammar(const EngineGrammar&) = delete;
+  EngineGrammar& operator=(const EngineGrammar&) = delete;
+
+  bool accepts(const std::string& bytes) const {
+    Matcher m(compiled_);
+    return m.accept_bytes(bytes) && m.can_terminate();
+  }
+
+ private:
+  static TokenVocab byte_vocab() {
+    std::vector<std::string> b;
+    for (int i = 0; i < 256; ++i) b.emplace_back(1, static_cast<char>(i));
+    b.emplace_back("");  // id 256: the stop token
+    return TokenVocab(std::move(b), {256});
+  }
+  TokenVocab vocab_;
+  std::shared_ptr<const CompiledGrammar> compiled_;
+};
 
 class RefGrammar {
  public:
   // Parses `text`; throws std::runtime_error on a syntax error or an undefined rule.
-  explicit RefGrammar(const std::string& text) : src_(decode(text)) {
+  explicit RefGrammar(const std::string& text)
+      : src_(decode(text)), engine_(std::make_shared<EngineGrammar>(text)) {
     while (true) {
       skip_space(true);
       if (i_ >= src_.size()) break;
@@ -44,10 +78,11 @@ class RefGrammar {
     memo_.clear();
     busy_.clear();
     std::vector<int> ends = match_rule(ids_.at("root"), 0);
-    for (int e : ends) {
-      if (e == static_cast<int>(input_.size())) return true;
-    }
-    return false;
+    bool ref = false;
+    for (int e : ends) ref = ref || e == static_cast<int>(input_.size());
+    bool engine = engine_->accepts(utf8);
+    EXPECT_EQ(ref, engine) << "reference and engine disagree on: " << utf8;
+    return ref;
   }
 
   size_t rule_count() const { return rules_.size(); }
@@ -362,6 +397,7 @@ class RefGrammar {
   }
 
   std::vector<uint32_t> src_;
+  std::shared_ptr<EngineGrammar> engine_;
   size_t i_ = 0;
   std::map<std::string, int> ids_;
   std::set<int> defined_;
