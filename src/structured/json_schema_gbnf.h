@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,19 @@ inline constexpr int kMaxRepeat = 10000;
 
 // `expr{min,max}` with max < 0 meaning unbounded, in the shortest GBNF spelling.
 std::string repeat(std::string_view expr, int min, int max);
+
+// Integers in [lo, hi] (a side absent: unbounded) as digit patterns: no sign on 0, no leading
+// zeros, no "-0".
+std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi);
+// Decimals N[.digits] (no sign, no exponent) whose value m has ml < m (ml <= m when not
+// ml_excl) and m < mh (m <= mh when not mh_excl; mh absent: unbounded); nullopt when none.
+std::optional<std::string> magnitude_range(uint64_t ml, bool ml_excl, std::optional<uint64_t> mh,
+                                           bool mh_excl);
+// |v| for v < 0, without overflow at INT64_MIN.
+uint64_t magnitude_of_negative(int64_t v);
+// The content (without quotes) of a string in `format`: one of date, time, date-time, uuid,
+// email, ipv4, uri (another name is a VT_CHECK failure: callers check first).
+std::string format_expr(std::string_view format);
 
 }  // namespace vtllm::structured::gbnf
 
