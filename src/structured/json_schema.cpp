@@ -254,7 +254,9 @@ class SchemaRuleSet::Impl {
     return name;
   }
 
-  std::string visit(const OJson& s, const std::string& ptr, int depth) {
+  // The rule for schema `s` at `ptr`. `via_ref`: reached through a $ref rule, which closes a
+  // recursion back into a schema still being visited.
+  std::string visit(const OJson& s, const std::string& ptr, int depth, bool via_ref = false) {
     if (depth > 64) fail(ptr, "schema nests or refers too deeply (over 64 levels)");
     if (s.is_boolean()) {
       if (s.get<bool>()) return prim("json-value");
@@ -263,7 +265,21 @@ class SchemaRuleSet::Impl {
     if (!s.is_object()) fail(ptr, "a schema must be an object or a boolean");
     std::string key = str_cat(root_id_, ":", s.dump());
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    // Recursion that does not pass through a $ref rule (a branch merged with its own
+    // ancestor) would expand forever; the budget bounds the work on any schema.
+    if (s.contains("$ref") && !has_constraints(s, {"$ref"})) {
+      std::string name = visit_object(s, ptr, depth);  // ref_rule closes its own recursion
+      memo_[key] = name;
+      return name;
+    }
+    if (active_.count(key)) {
+      if (!via_ref) fail(ptr, "recursion through allOf/anyOf merging is unsupported");
+      return visit_object(s, ptr, depth);
+    }
+    if (++visits_ > kMaxVisits) fail(ptr, "schema too large to compile");
+    active_.insert(key);
     std::string name = visit_object(s, ptr, depth);
+    active_.erase(key);
     memo_[key] = name;
     return name;
   }
@@ -670,7 +686,7 @@ class SchemaRuleSet::Impl {
     refs_[key] = name;
     size_t slot = rules_.size();
     rules_.emplace_back(name, "");
-    std::string body = visit(*target, r.substr(1), depth + 1);
+    std::string body = visit(*target, r.substr(1), depth + 1, true);
     rules_[slot].second = body;
     return name;
   }
@@ -784,6 +800,9 @@ class SchemaRuleSet::Impl {
   std::set<std::string> prims_;
   std::map<std::string, std::string> by_body_;
   std::map<std::string, std::string> memo_;
+  std::set<std::string> active_;  // schemas being visited (keys as memo_)
+  static constexpr int kMaxVisits = 20000;
+  int visits_ = 0;
   std::map<std::string, std::string> refs_;
 };
 

@@ -12,7 +12,10 @@
 //   - numbers with bounds have no exponent; integers have no fraction, exponent or "-0";
 //   - oneOf is compiled as anyOf (exclusivity is not expressible in a context-free grammar);
 //   - an absent `additionalProperties` is taken as false when JsonSchemaOptions::strict is set
-//     (the default, as OpenAI strict mode and xgrammar), as true otherwise.
+//     (the default, as OpenAI strict mode and xgrammar) and the object declares `properties`,
+//     as true otherwise (a bare {"type": "object"} is any object);
+//   - additional property names are compared with the declared ones character by character:
+//     a declared name spelled with a JSON escape is taken as another name.
 // Supported: type (incl. arrays of types), enum, const, properties, required,
 // additionalProperties (bool or schema), items (schema, or array as a tuple), prefixItems,
 // additionalItems, minItems, maxItems, anyOf, oneOf, allOf (merged when the parts do not

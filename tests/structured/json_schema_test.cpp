@@ -169,6 +169,10 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
   EXPECT_NE(error_of(R"({"type": "string", "pattern": "(a)\\1"})").find("backreference"),
             std::string::npos);
   EXPECT_NE(error_of("{").find("not valid JSON"), std::string::npos);
+  // A branch merged with its own ancestor has no $ref rule to close the recursion.
+  EXPECT_NE(
+      error_of(R"({"type": "object", "anyOf": [{"$ref": "#"}, {"$ref": "#"}]})").find("recursion"),
+      std::string::npos);
 }
 
 TEST(JsonSchema, Whitespace) {
