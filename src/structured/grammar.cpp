@@ -107,17 +107,30 @@ void append_escaped_byte(std::string& out, int b) {
 
 }  // namespace
 
+void Grammar::index_names() const {
+  if (names_.size() == rules.size()) return;
+  names_.clear();
+  for (size_t i = 0; i < rules.size(); ++i) names_.emplace(rules[i].name, static_cast<int32_t>(i));
+}
+
 int32_t Grammar::find_rule(std::string_view name) const {
-  for (size_t i = 0; i < rules.size(); ++i) {
-    if (rules[i].name == name) return static_cast<int32_t>(i);
+  index_names();
+  auto it = names_.find(std::string(name));
+  if (it != names_.end() && rules[static_cast<size_t>(it->second)].name != name) {
+    names_.clear();  // a rule was renamed behind our back
+    index_names();
+    it = names_.find(std::string(name));
   }
-  return -1;
+  return it == names_.end() ? -1 : it->second;
 }
 
 int32_t Grammar::add_rule(std::string_view name) {
   std::string unique(name);
-  for (int n = 1; find_rule(unique) >= 0; ++n) unique = str_cat(name, "_", n);
-  rules.push_back(Rule{std::move(unique), {}});
+  for (int n = static_cast<int>(rules.size()); find_rule(unique) >= 0; ++n) {
+    unique = str_cat(name, "_", n);
+  }
+  rules.push_back(Rule{unique, {}});
+  names_.emplace(std::move(unique), static_cast<int32_t>(rules.size() - 1));
   return static_cast<int32_t>(rules.size() - 1);
 }
 

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,12 @@ struct Grammar {
   void append_repeat(Alternative& seq, size_t item_start, int min, int max, std::string_view hint);
   // GBNF-like text of the grammar, for errors and debugging.
   std::string to_string() const;
+
+ private:
+  // Rule index by name, kept by add_rule; rebuilt when rules were appended or
+  // renamed directly.
+  mutable std::unordered_map<std::string, int32_t> names_;
+  void index_names() const;
 };
 
 // Parses llama.cpp's GBNF: `name ::= alt | alt`, literals "..." (escapes \n \r

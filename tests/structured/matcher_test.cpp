@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "reference_recognizer.h"
+#include "structured/automaton.h"
 #include "structured/json_gbnf.h"
 #include "structured/regex_grammar.h"
 #include "text/tokenizer.h"
@@ -135,6 +136,36 @@ TEST(Matcher, MaskEqualsNaiveCheckOnSmallVocab) {
   check_masks_on_walks(CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab), 30, 40, 1, 1);
   check_masks_on_walks(CompiledGrammar::compile(regex_to_grammar("(a|1){2,4}-?[\\[\\]]*"), vocab),
                        20, 10, 1, 2);
+}
+
+// Context-independent masks are keyed by the top of the stack, so nesting
+// deeper adds full states but no new trie walks, and the split mask stays exact.
+TEST(Matcher, DeepNestingReusesContextIndependentMasks) {
+  std::vector<std::string> bytes;
+  for (const std::string& s : all_strings("[]\",a", 3)) bytes.push_back(s);
+  bytes.push_back("<|stop|>");
+  const TokenVocab vocab(bytes, {static_cast<TokenId>(bytes.size() - 1)});
+  auto g = CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab);
+  std::vector<uint32_t> mask(vocab.mask_words());
+  size_t local_at_10 = 0, states_at_10 = 0;
+  for (int depth = 1; depth <= 30; ++depth) {
+    for (const char* tail : {"", "\"a", "\"a\"", "\"a\","}) {
+      Matcher m(g);
+      ASSERT_TRUE(m.accept_bytes(std::string(static_cast<size_t>(depth), '[') + tail));
+      m.fill_next_token_bitmask(mask);
+      const std::vector<bool> want = naive_mask(m, vocab);
+      for (size_t id = 0; id < vocab.size(); ++id) {
+        ASSERT_EQ(bit(mask, id), want[id]) << "depth " << depth << " tail " << tail << " token '"
+                                           << vocab.bytes(static_cast<TokenId>(id)) << "'";
+      }
+    }
+    if (depth == 10) {
+      local_at_10 = g->automaton().num_local_masks();
+      states_at_10 = g->automaton().num_states();
+    }
+  }
+  EXPECT_EQ(g->automaton().num_local_masks(), local_at_10);
+  EXPECT_GT(g->automaton().num_states(), states_at_10);
 }
 
 TEST(Matcher, StopTokenOnlyWhenCompleteThenTerminated) {
