@@ -19,6 +19,7 @@
 #include "engine/llm_engine.h"
 #include "engine/model_runner.h"
 #include "engine/token_constraint.h"
+#include "text/tokenizer.h"
 #include "vt/ops/sampling.h"
 
 namespace vtllm::engine {
@@ -297,6 +298,66 @@ TEST(ConstrainedEngine, AllowedTokenIdsAndBadWords) {
   EXPECT_EQ(t2[0], g[0]);
   EXPECT_NE(t2[1], g[1]);
   for (size_t i = 1; i < t2.size(); ++i) EXPECT_FALSE(t2[i - 1] == g[0] && t2[i] == g[1]) << i;
+}
+
+// bad_words as strings: each word left-stripped and encoded as is and with a leading
+// space (vLLM's update_from_tokenizer), checked by decoding the ids back; through
+// LlmEngine on the bundled model the banned word's token never comes.
+TEST(ConstrainedEngine, BadWordStringsAreTokenizedAsVllm) {
+  const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/models/tiny-qwen3.5";
+  const text::Tokenizer tok = text::Tokenizer::from_file(dir + "/tokenizer.json");
+  SamplingParams p = params(0.0f, 12);
+  p.bad_words = {"hello", "  world peace"};
+  const SamplingParams r = resolve_bad_words(p, &tok);
+  std::vector<std::string> decoded;
+  for (const auto& ids : r.bad_words_token_ids) decoded.push_back(tok.decode(ids, false));
+  ASSERT_GE(decoded.size(), 2u);
+  EXPECT_EQ(decoded[0], "hello");
+  size_t i = 1;
+  if (decoded[i] == " hello") ++i;  // kept when its first token differs, length equal
+  ASSERT_LT(i, decoded.size());
+  EXPECT_EQ(decoded[i], "world peace");
+  EXPECT_LE(decoded.size(), i + 2);
+  if (decoded.size() == i + 2) {
+    EXPECT_EQ(decoded[i + 1], " world peace");
+  }
+  EXPECT_THROW(resolve_bad_words(p, nullptr), Error);
+  SamplingParams given = p;
+  given.bad_words_token_ids = {{7}};  // ids given: kept as they are
+  EXPECT_EQ(resolve_bad_words(given, nullptr).bad_words_token_ids, given.bad_words_token_ids);
+
+  EngineConfig cfg;
+  cfg.scheduler.max_num_batched_tokens = 64;
+  cfg.scheduler.max_model_len = 64;
+  cfg.kv_cache.block_size = 4;
+  cfg.kv_cache.num_blocks = 64;
+  cfg.kv_cache.num_state_slots = 4;
+  const auto first_tokens = [&](const SamplingParams& sp) {
+    LlmEngine engine(cfg, ModelRunner::load(dir, cfg.kv_cache), &tok);
+    engine.add_request("x", tok.encode("The weather today is", false), sp);
+    std::vector<int32_t> out;
+    while (engine.has_unfinished())
+      for (const EngineOutput& o : engine.step())
+        out.insert(out.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+    return out;
+  };
+  const std::vector<int32_t> free_run = first_tokens(params(0.0f, 6));
+  ASSERT_FALSE(free_run.empty());
+  // A word whose one-token form (plain or spaced) the free run produced.
+  SamplingParams banned = params(0.0f, 6);
+  std::vector<int32_t> hit;  // the one-token entries that occur in free_run
+  for (int32_t t : free_run) {
+    banned.bad_words = {tok.decode(std::vector<int32_t>{t}, false)};
+    hit.clear();
+    for (const auto& ids : resolve_bad_words(banned, &tok).bad_words_token_ids)
+      if (ids.size() == 1 && std::count(free_run.begin(), free_run.end(), ids[0])) hit.push_back(ids[0]);
+    if (!hit.empty()) break;
+  }
+  ASSERT_FALSE(hit.empty()) << "no output token is a one-token word";
+  const std::vector<int32_t> run2 = first_tokens(banned);
+  ASSERT_EQ(run2.size(), 6u);
+  for (int32_t t : run2)
+    for (int32_t h : hit) EXPECT_NE(t, h) << "'" << banned.bad_words[0] << "'";
 }
 
 }  // namespace
