@@ -5,6 +5,7 @@
 // Sampler on random inputs is tests/engine/device_sampler_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -112,7 +113,7 @@ TEST(Sample, MaskRowsActAsMinusInfinity) {
   for (int trial = 0; trial < 24; ++trial) {
     Tensor logits = Tensor::empty({1, vocab}, DType::kF32);
     for (int64_t i = 0; i < vocab; ++i) logits.data<float>()[i] = nd(rng);
-    std::vector<uint32_t> mask(size_t(words));
+    std::vector<uint32_t> mask(static_cast<size_t>(words));
     for (uint32_t& w : mask) w = uint32_t(rng()) & uint32_t(rng());  // ~1/4 allowed
     mask[0] |= 1u << 5;                                              // never empty
     Tensor cut = Tensor::empty({1, vocab}, DType::kF32);
@@ -139,11 +140,24 @@ TEST(Sample, MaskRowsActAsMinusInfinity) {
                                (processed ? " processed" : " raw");
         EXPECT_EQ(got.token, on_cut.token) << at;
         EXPECT_TRUE(mask_allows(mask.data(), got.token[0])) << at;
-        const SampleOutput& lp_ref = logits_mask || processed ? on_cut : on_raw;
-        EXPECT_EQ(got.logprob, lp_ref.logprob) << at;
-        EXPECT_EQ(got.rank, lp_ref.rank) << at;
-        EXPECT_EQ(got.top_token, lp_ref.top_token) << at;
-        EXPECT_EQ(got.top_logprob, lp_ref.top_logprob) << at;
+        if (logits_mask || processed) {
+          EXPECT_EQ(got.logprob, on_cut.logprob) << at;
+          EXPECT_EQ(got.rank, on_cut.rank) << at;
+          EXPECT_EQ(got.top_token, on_cut.top_token) << at;
+          EXPECT_EQ(got.top_logprob, on_cut.top_logprob) << at;
+        } else {  // the unmasked row's raw logprobs, at the (masked) token sampled
+          EXPECT_EQ(got.top_token, on_raw.top_token) << at;
+          EXPECT_EQ(got.top_logprob, on_raw.top_logprob) << at;
+          const float* x = logits.data<float>();
+          double z = 0;
+          for (int64_t i = 0; i < vocab; ++i) z += std::exp(double(x[i]));
+          const auto lp = [&](float v) { return float(double(v) - std::log(z)); };
+          const float mine = lp(x[got.token[0]]);
+          EXPECT_NEAR(got.logprob[0], mine, 1e-5) << at;
+          EXPECT_EQ(got.rank[0],
+                    std::count_if(x, x + vocab, [&](float v) { return lp(v) >= mine; }))
+              << at;
+        }
       }
     }
   }
