@@ -11,12 +11,14 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/llm_engine.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 #include "io/config.h"
 #include "models/registry.h"
 #include "vt/device.h"
@@ -299,8 +301,20 @@ class HostSampled final : public HostLogitsExecutor {
   std::unique_ptr<ModelRunner> runner_;
 };
 
+// A TokenConstraint allowing the ids t with t % 3 == 1.
+class OneModThree final : public TokenConstraint {
+ public:
+  void fill_bitmask(std::span<uint32_t> words) override {
+    std::fill(words.begin(), words.end(), 0u);
+    for (size_t t = 1; t < words.size() * 32; t += 3) words[t / 32] |= 1u << (t % 32);
+  }
+  bool accept(int32_t token) override { return token % 3 == 1; }
+  bool terminated() const override { return false; }
+};
+
 // The tiny Qwen3 fixture through LlmEngine on `dev` with seeded and unseeded sampled
-// requests (penalties, top-k/top-p, logprobs): every token and logprob of the run.
+// requests (penalties, top-k/top-p, logprobs, a constraint, allowed_token_ids,
+// bad_words): every token and logprob of the run.
 std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>> run_engine(
     vt::Device dev, bool device_path) {
   const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3-tiny";
@@ -331,6 +345,14 @@ std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>> run_e
     p.max_tokens = 16;
     if (i % 2) p.seed = 1000 + i;
     if (i == 3) p.logprobs = 3;
+    // Masks through the engine: a constraint (ids = 1 mod 3, raw logprobs see it),
+    // allowed_token_ids, bad_words.
+    if (i == 3) p.constraint = [] { return std::make_shared<OneModThree>(); };
+    if (i == 4) {
+      p.allowed_token_ids.emplace();
+      for (int32_t t = 0; t < 400; t += 2) p.allowed_token_ids->push_back(t);
+    }
+    if (i == 5) p.bad_words_token_ids = {{17}, {40, 41}};
     std::vector<int32_t> prompt;
     for (int t = 0; t < 5 + i; ++t) prompt.push_back(int32_t(rng() % 200) + 3);
     engine.add_request("r" + std::to_string(i), prompt, p);
@@ -356,11 +378,31 @@ void expect_same_run(const std::pair<std::map<std::string, std::vector<int32_t>>
   for (size_t i = 0; i < a.second.size(); ++i) EXPECT_NEAR(a.second[i], b.second[i], tol) << i;
 }
 
+// Every token of the masked requests of run_engine obeys its mask.
+void expect_masks_obeyed(const std::map<std::string, std::vector<int32_t>>& tokens) {
+  for (int32_t t : tokens.at("r3")) EXPECT_EQ(t % 3, 1) << t;
+  for (int32_t t : tokens.at("r4")) EXPECT_TRUE(t % 2 == 0 && t < 400) << t;
+  const std::vector<int32_t>& r5 = tokens.at("r5");
+  for (size_t i = 0; i < r5.size(); ++i) {
+    EXPECT_NE(r5[i], 17);
+    if (i > 0) {
+      EXPECT_FALSE(r5[i - 1] == 40 && r5[i] == 41) << i;
+    }
+  }
+}
+
+TEST(DeviceSampler, EngineMasksHoldOnTheRunnerPath) {
+  const auto run = run_engine(vt::Device::cpu(), true);
+  EXPECT_EQ(run.first.size(), 6u);
+  expect_masks_obeyed(run.first);
+}
+
 // On cuda:0 (vt::sample where the logits are) against the same logits sampled on the host.
 TEST(CudaDeviceSampler, EngineOnCudaSamplesAsTheHostPath) {
   if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  expect_same_run(run_engine(vt::Device::cuda(0), true), run_engine(vt::Device::cuda(0), false),
-                  1e-4);
+  const auto device = run_engine(vt::Device::cuda(0), true);
+  expect_same_run(device, run_engine(vt::Device::cuda(0), false), 1e-4);
+  expect_masks_obeyed(device.first);
 }
 
 }  // namespace
