@@ -146,6 +146,27 @@ GenerationRequest parse_common(const JsonFields& f, const SamplingDefaults& d) {
   g.stop = parse_stop(f);
   if (const json* v = f.find("stop_token_ids"))
     g.stop_token_ids = parse_token_ids(*v, "stop_token_ids");
+  if (const json* v = f.find("allowed_token_ids"); v && !v->is_null()) {
+    g.allowed_token_ids = parse_token_ids(*v, "allowed_token_ids");
+    if (g.allowed_token_ids->empty()) {  // vLLM: "allowed_token_ids is not None and empty!"
+      throw ApiError::bad_request("allowed_token_ids", "'allowed_token_ids' is empty",
+                                  "invalid_value");
+    }
+  }
+  if (const json* v = f.find("bad_words"); v && !v->is_null()) {
+    if (!v->is_array()) {
+      throw ApiError::bad_request(
+          "bad_words", str_cat("'bad_words' must be an array of strings, got ", json_type_name(*v)),
+          "invalid_type");
+    }
+    for (const json& w : *v) {
+      if (!w.is_string()) {
+        throw ApiError::bad_request("bad_words", "'bad_words' must be an array of strings",
+                                    "invalid_type");
+      }
+      g.bad_words.push_back(w.get<std::string>());
+    }
+  }
   if (auto v = f.opt_bool("ignore_eos")) g.ignore_eos = *v;
   if (auto v = f.opt_int("min_tokens", 0, kI64Max)) g.min_tokens = *v;
   if (auto v = f.opt_bool("include_stop_str_in_output")) g.include_stop_str_in_output = *v;
@@ -176,7 +197,7 @@ GenerationRequest parse_common(const JsonFields& f, const SamplingDefaults& d) {
     g.truncate_prompt_tokens = *v;
   }
   reject_unimplemented(
-      f, {"allowed_token_ids", "bad_words", "use_beam_search", "return_tokens_as_token_ids",
+      f, {"use_beam_search", "return_tokens_as_token_ids",
           "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
           "logits_processors"});
   if (auto v = f.opt_bool("return_token_ids")) g.return_token_ids = *v;
@@ -464,6 +485,8 @@ engine::SamplingParams to_sampling_params(const GenerationRequest& g, int64_t ma
   p.min_tokens = g.min_tokens;
   p.ignore_eos = g.ignore_eos;
   p.stop_token_ids = g.stop_token_ids;
+  p.allowed_token_ids = g.allowed_token_ids;
+  p.bad_words = g.bad_words;
   p.stop = g.stop;
   p.include_stop_str_in_output = g.include_stop_str_in_output;
   p.logprobs = g.logprobs;

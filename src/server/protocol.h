@@ -69,6 +69,9 @@ struct GenerationRequest {
   std::optional<int64_t> seed;
   std::vector<std::string> stop;  // a string or an array of strings
   std::vector<int32_t> stop_token_ids;
+  // vLLM's allowed_token_ids (non-empty; the engine checks the ids) and bad_words.
+  std::optional<std::vector<int32_t>> allowed_token_ids;
+  std::vector<std::string> bad_words;
   bool ignore_eos = false;
   int64_t min_tokens = 0;
   bool include_stop_str_in_output = false;

@@ -1,18 +1,24 @@
 // The device sampling path (Sampler::device_batch + vt::sample + Sampler::results)
 // against the host Sampler: the CPU arm on every parameter combination (same tokens,
 // same logprobs), the engine stream advancing alike on both paths, and the CUDA arm
-// at Qwen's vocabulary (CudaDeviceSampler, skipped without a GPU).
+// at Qwen's vocabulary (CudaDeviceSampler, skipped without a GPU). Rows carry
+// constraint masks, allowed_token_ids and bad_words at random; MasksFollowVllm checks
+// their semantics (and what raw logprobs see) against a brute-force reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "engine/llm_engine.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 #include "io/config.h"
 #include "models/registry.h"
 #include "vt/device.h"
@@ -28,6 +34,7 @@ namespace {
 struct Case {
   SamplingParams params;
   std::vector<int32_t> prompt, output, eos;
+  std::vector<uint32_t> mask;  // a TokenConstraint's; empty: none
 };
 
 // Case number c enumerates temperature x top_k x top_p x min_p x penalties; the rest
@@ -61,12 +68,32 @@ Case make_case(int c, int vocab, std::mt19937& rng) {
   if (rng() % 2) p.seed = rng();
   const int lps[] = {-1, 0, 1, 5, 20};
   if (const int n = lps[rng() % 5]; n >= 0) p.logprobs = n;
+  // Masks: ~5/8 of the vocabulary allowed by a constraint, ~300 allowed_token_ids.
+  const int masks = int(rng() % 4);
+  if (masks & 1) {
+    k.mask.assign(size_t(vt::mask_words(vocab)), 0u);
+    for (uint32_t& w : k.mask) w = uint32_t(rng()) | (uint32_t(rng()) & uint32_t(rng()));
+  }
+  if (masks & 2) {
+    p.allowed_token_ids.emplace();
+    for (int i = 0; i < 300; ++i) p.allowed_token_ids->push_back(tok(rng));
+  }
+  if (rng() % 2) {  // one word always banned, one banned after this output, one not
+    p.bad_words_token_ids = {{tok(rng)},
+                             {k.output[k.output.size() - 2], k.output.back(), tok(rng)},
+                             {k.output.back() == 1 ? 2 : 1, tok(rng)}};
+  }
   return k;
 }
 
 std::vector<SamplerRow> rows_of(const std::vector<Case>& cases) {
   std::vector<SamplerRow> rows;
-  for (const Case& c : cases) rows.push_back({&c.params, c.prompt, c.output, c.eos});
+  for (const Case& c : cases) {
+    SamplerRow row{&c.params, c.prompt, c.output, c.eos};
+    row.constraint_mask = c.mask;
+    row.constrained = !c.mask.empty();
+    rows.push_back(row);
+  }
   return rows;
 }
 
@@ -196,6 +223,58 @@ TEST(DeviceSampler, BatchListsEachTokenOnceWithBiasInOrder) {
   EXPECT_FALSE(find(4).in_prompt);
 }
 
+// The masks by their definitions on a small vocabulary, both paths: a constraint mask
+// (odd ids), allowed_token_ids [1, 12], bad_words {3} and {9, 5} after an output ending
+// in 9. Greedy takes the best survivor; raw logprobs see the constraint only (vLLM
+// applies the grammar bitmask before its sampler, allowed_token_ids and bad_words in
+// it), processed logprobs see everything.
+TEST(DeviceSampler, MasksFollowVllm) {
+  vt::Stream s(vt::Device::cpu());
+  const int vocab = 40;
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 20; ++trial) {
+    Case c;
+    c.params.temperature = trial % 2 ? 0.0f : 0.7f;
+    c.params.logprobs = 3;
+    c.params.allowed_token_ids = std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    c.params.bad_words_token_ids = {{3}, {9, 5}, {4, 4, 7}};
+    c.prompt = {20, 21};
+    c.output = {4, 9};
+    c.mask.assign(2, 0xAAAAAAAAu);  // odd ids
+    const std::vector<float> logits = random_logits(rng, vocab, 2.0f);
+    std::vector<float> constrained = logits, processed;
+    for (int t = 0; t < vocab; ++t)
+      if (t % 2 == 0) constrained[size_t(t)] = -INFINITY;
+    processed = constrained;
+    for (int t = 0; t < vocab; ++t)
+      if (t < 1 || t > 12 || t == 3 || t == 5) processed[size_t(t)] = -INFINITY;
+    const std::vector<Case> cases = {c};
+    const std::vector<SamplerRow> rows = rows_of(cases);
+    for (LogprobsMode mode : {LogprobsMode::kRaw, LogprobsMode::kProcessed}) {
+      Sampler host({.seed = 4, .logprobs_mode = mode}), device({.seed = 4, .logprobs_mode = mode});
+      const SampleResult want = host.sample(logits, vocab, rows)[0];
+      const SampleResult got = Sampler::results(
+          vt::sample(s, tensor_of(logits, 1, vocab), device.device_batch(rows, vocab)), rows)[0];
+      const std::string at = "trial " + std::to_string(trial);
+      EXPECT_TRUE(want.token == 1 || want.token == 7 || want.token == 9 || want.token == 11) << at;
+      EXPECT_EQ(got.token, want.token) << at;
+      if (c.params.greedy()) {
+        const int32_t best =
+            int32_t(std::max_element(processed.begin(), processed.end()) - processed.begin());
+        EXPECT_EQ(want.token, best) << at;
+      }
+      // The reference's logprob of the token, in double over the row it should see.
+      const std::vector<float>& seen = mode == LogprobsMode::kRaw ? constrained : processed;
+      if (mode == LogprobsMode::kProcessed && !c.params.greedy()) continue;  // after temperature
+      double z = 0;
+      for (float v : seen) z += std::exp(double(v));
+      const double lp = double(seen[size_t(want.token)]) - std::log(z);
+      EXPECT_NEAR(want.logprob, lp, 1e-5) << at;
+      EXPECT_NEAR(got.logprob, lp, 1e-5) << at;
+    }
+  }
+}
+
 TEST(CudaDeviceSampler, MatchesSamplerAtQwenVocab) {
   if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   vt::Stream s(vt::Device::cuda(0));
@@ -222,8 +301,20 @@ class HostSampled final : public HostLogitsExecutor {
   std::unique_ptr<ModelRunner> runner_;
 };
 
+// A TokenConstraint allowing the ids t with t % 3 == 1.
+class OneModThree final : public TokenConstraint {
+ public:
+  void fill_bitmask(std::span<uint32_t> words) override {
+    std::fill(words.begin(), words.end(), 0u);
+    for (size_t t = 1; t < words.size() * 32; t += 3) words[t / 32] |= 1u << (t % 32);
+  }
+  bool accept(int32_t token) override { return token % 3 == 1; }
+  bool terminated() const override { return false; }
+};
+
 // The tiny Qwen3 fixture through LlmEngine on `dev` with seeded and unseeded sampled
-// requests (penalties, top-k/top-p, logprobs): every token and logprob of the run.
+// requests (penalties, top-k/top-p, logprobs, a constraint, allowed_token_ids,
+// bad_words): every token and logprob of the run.
 std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>> run_engine(
     vt::Device dev, bool device_path) {
   const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3-tiny";
@@ -254,6 +345,14 @@ std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>> run_e
     p.max_tokens = 16;
     if (i % 2) p.seed = 1000 + i;
     if (i == 3) p.logprobs = 3;
+    // Masks through the engine: a constraint (ids = 1 mod 3, raw logprobs see it),
+    // allowed_token_ids, bad_words.
+    if (i == 3) p.constraint = [] { return std::make_shared<OneModThree>(); };
+    if (i == 4) {
+      p.allowed_token_ids.emplace();
+      for (int32_t t = 0; t < 400; t += 2) p.allowed_token_ids->push_back(t);
+    }
+    if (i == 5) p.bad_words_token_ids = {{17}, {40, 41}};
     std::vector<int32_t> prompt;
     for (int t = 0; t < 5 + i; ++t) prompt.push_back(int32_t(rng() % 200) + 3);
     engine.add_request("r" + std::to_string(i), prompt, p);
@@ -279,11 +378,31 @@ void expect_same_run(const std::pair<std::map<std::string, std::vector<int32_t>>
   for (size_t i = 0; i < a.second.size(); ++i) EXPECT_NEAR(a.second[i], b.second[i], tol) << i;
 }
 
+// Every token of the masked requests of run_engine obeys its mask.
+void expect_masks_obeyed(const std::map<std::string, std::vector<int32_t>>& tokens) {
+  for (int32_t t : tokens.at("r3")) EXPECT_EQ(t % 3, 1) << t;
+  for (int32_t t : tokens.at("r4")) EXPECT_TRUE(t % 2 == 0 && t < 400) << t;
+  const std::vector<int32_t>& r5 = tokens.at("r5");
+  for (size_t i = 0; i < r5.size(); ++i) {
+    EXPECT_NE(r5[i], 17);
+    if (i > 0) {
+      EXPECT_FALSE(r5[i - 1] == 40 && r5[i] == 41) << i;
+    }
+  }
+}
+
+TEST(DeviceSampler, EngineMasksHoldOnTheRunnerPath) {
+  const auto run = run_engine(vt::Device::cpu(), true);
+  EXPECT_EQ(run.first.size(), 6u);
+  expect_masks_obeyed(run.first);
+}
+
 // On cuda:0 (vt::sample where the logits are) against the same logits sampled on the host.
 TEST(CudaDeviceSampler, EngineOnCudaSamplesAsTheHostPath) {
   if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  expect_same_run(run_engine(vt::Device::cuda(0), true), run_engine(vt::Device::cuda(0), false),
-                  1e-4);
+  const auto device = run_engine(vt::Device::cuda(0), true);
+  expect_same_run(device, run_engine(vt::Device::cuda(0), false), 1e-4);
+  expect_masks_obeyed(device.first);
 }
 
 }  // namespace

@@ -277,12 +277,36 @@ TEST(Protocol, BadChatFieldsNameTheField) {
 namespace vtllm::server {
 namespace {
 
+// allowed_token_ids and bad_words reach the engine's params on both endpoints; an empty
+// allowed list (vLLM: "allowed_token_ids is not None and empty!") and a non-string word
+// are 400s naming the field.
+TEST(Protocol, AllowedTokenIdsAndBadWordsReachTheParams) {
+  const char* fields = R"("allowed_token_ids": [5, 9, 5], "bad_words": ["foo", " bar baz"])";
+  const CompletionRequest c = parse_completion_request(str_cat(R"({"prompt": "a", )", fields, "}"));
+  const ChatCompletionRequest chat = parse_chat_completion_request(
+      str_cat(R"({"messages": [{"role": "user", "content": "a"}], )", fields, "}"));
+  for (const GenerationRequest* g : {&c.gen, &chat.gen}) {
+    const engine::SamplingParams p = to_sampling_params(*g, 8);
+    ASSERT_TRUE(p.allowed_token_ids.has_value());
+    EXPECT_EQ(*p.allowed_token_ids, (std::vector<int32_t>{5, 9, 5}));
+    EXPECT_EQ(p.bad_words, (std::vector<std::string>{"foo", " bar baz"}));
+    EXPECT_TRUE(p.bad_words_token_ids.empty());  // tokenized by the engine at add_request
+  }
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "a"})").gen.allowed_token_ids.has_value());
+  EXPECT_API_ERROR(parse_completion_request(R"({"prompt": "a", "allowed_token_ids": []})"), 400,
+                   "allowed_token_ids", "invalid_value");
+  EXPECT_API_ERROR(parse_completion_request(R"({"prompt": "a", "allowed_token_ids": [-1]})"), 400,
+                   "allowed_token_ids", "invalid_value");
+  EXPECT_API_ERROR(parse_completion_request(R"({"prompt": "a", "bad_words": "x"})"), 400,
+                   "bad_words", "invalid_type");
+  EXPECT_API_ERROR(parse_completion_request(R"({"prompt": "a", "bad_words": [1]})"), 400,
+                   "bad_words", "invalid_type");
+}
+
 // Fields vLLM accepts that need engine work vtllm lacks: each active value is a
 // 400 naming it; the neutral value of each passes.
 TEST(Protocol, UnimplementedVllmFieldsAreRefusedByNameUnlessNeutral) {
   const std::pair<const char*, const char*> active[] = {
-      {"allowed_token_ids", "[1, 2]"},
-      {"bad_words", R"(["x"])"},
       {"use_beam_search", "true"},
       {"return_tokens_as_token_ids", "true"},
       {"guided_json", R"({"type": "object"})"},
@@ -302,7 +326,7 @@ TEST(Protocol, UnimplementedVllmFieldsAreRefusedByNameUnlessNeutral) {
                      400, name, "unsupported");
   }
   const char* neutral =
-      R"({"prompt": "a", "allowed_token_ids": [], "bad_words": [], "prompt_logprobs": null,
+      R"({"prompt": "a", "allowed_token_ids": null, "bad_words": [], "prompt_logprobs": null,
           "use_beam_search": false, "return_token_ids": false, "guided_json": null})";
   EXPECT_NO_THROW(parse_completion_request(neutral));
   EXPECT_API_ERROR(parse_chat_completion_request(
