@@ -19,6 +19,8 @@
 #include "server/media.h"
 #include "server/metrics.h"
 #include "server/protocol.h"
+#include "server/reasoning_parser.h"
+#include "server/tool_parser.h"
 #include "text/tokenizer.h"
 
 namespace vtllm::server {
@@ -33,6 +35,11 @@ struct ServiceConfig {
   SamplingDefaults sampling_defaults;
   // Chat image/video parts: sources, limits, the processor and its pool.
   MediaConfig media;
+  // --tool-call-parser (tool calls out of chat replies under tool_choice "auto"),
+  // --enable-auto-tool-choice (without it "auto" is a 400, as vLLM), --reasoning-parser.
+  std::optional<ToolCallFormat> tool_call_parser;
+  bool enable_auto_tool_choice = false;
+  std::optional<ReasoningFormat> reasoning_parser;
 };
 
 struct HttpReply {
@@ -88,7 +95,12 @@ class OpenAiService {
   void admit(const std::string& model) const;
   int64_t resolve_max_tokens(bool chat, const std::optional<int64_t>& requested, int64_t prompt_len,
                              const char* prompt_param) const;
-  std::vector<int32_t> render_chat(const ChatCompletionRequest& r) const;
+  // The prompt's ids; `text`, when given, receives the rendered prompt.
+  std::vector<int32_t> render_chat(const ChatCompletionRequest& r,
+                                   std::string* text = nullptr) const;
+  // 400 for what this request asks that the server cannot do (tool_choice "auto"
+  // without the flags, a constraint without a grammar engine).
+  void check_capabilities(const GenerationRequest& gen, const ChatCompletionRequest* chat) const;
 
   ServiceConfig config_;
   engine::AsyncEngine& engine_;
