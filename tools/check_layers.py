@@ -9,11 +9,13 @@ import re
 import sys
 
 # Lowest first. A layer may include itself and anything earlier in this list.
-ORDER = ["base", "vt", "io", "text", "models", "multimodal", "engine", "server", "capi"]
+ORDER = ["base", "vt", "io", "text", "models", "multimodal", "structured", "engine", "server", "capi"]
 # text does not need vt (DESIGN.md §1): it may include base only.
 ALLOWED = {name: set(ORDER[: i + 1]) for i, name in enumerate(ORDER)}
 ALLOWED["text"] = {"base", "text"}
 ALLOWED["models"] = ALLOWED["models"] - {"text"}
+# structured (grammars, token masks) needs only base and text.
+ALLOWED["structured"] = {"base", "text", "structured"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"/]+)/')
 

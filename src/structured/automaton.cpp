@@ -1,0 +1,274 @@
+// The lazily built DFA over pushdown-stack sets (see automaton.h).
+#include "structured/automaton.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace vtllm::structured {
+namespace {
+
+constexpr int32_t kUnknown = -2;
+// Masks cached per grammar before the cache is dropped and refilled.
+constexpr size_t kMaskCacheBytes = size_t{128} << 20;
+
+// Throws when some rule can reach itself without consuming a byte and with a
+// return position pushed on the way: the pushdown expansion would grow the
+// stack forever. Cycles made only of tail calls (a nullable item under `*`)
+// keep the stack as it is, and expand() stops on the repeated stack.
+void check_not_left_recursive(const Grammar& g) {
+  const size_t n = g.rules.size();
+  std::vector<bool> nullable(n, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (nullable[r]) continue;
+      for (const Alternative& alt : g.rules[r].alternatives) {
+        const bool all = std::all_of(alt.begin(), alt.end(), [&](const Element& e) {
+          return e.kind == Element::Kind::kRule && nullable[static_cast<size_t>(e.index)];
+        });
+        if (all) {
+          nullable[r] = true;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  // left[r]: the rules r may call before consuming a byte; pushing[r]: those
+  // of them called with a return position (not the alternative's last element).
+  std::vector<std::vector<int32_t>> left(n), pushing(n);
+  for (size_t r = 0; r < n; ++r) {
+    for (const Alternative& alt : g.rules[r].alternatives) {
+      for (size_t k = 0; k < alt.size(); ++k) {
+        const Element& e = alt[k];
+        if (e.kind != Element::Kind::kRule) break;
+        left[r].push_back(e.index);
+        if (k + 1 < alt.size()) pushing[r].push_back(e.index);
+        if (!nullable[static_cast<size_t>(e.index)]) break;
+      }
+    }
+  }
+  std::vector<uint32_t> seen(n, 0);
+  uint32_t mark = 0;
+  std::vector<int32_t> todo;
+  for (size_t r = 0; r < n; ++r) {
+    for (int32_t s : pushing[r]) {
+      // Does s reach r again? Then r -> s -> ... -> r grows the stack.
+      ++mark;
+      todo.assign(1, s);
+      while (!todo.empty()) {
+        const int32_t x = todo.back();
+        todo.pop_back();
+        if (static_cast<size_t>(x) == r) {
+          throw Error(str_cat("grammar: rule '", g.rules[r].name, "' is left-recursive"));
+        }
+        if (seen[static_cast<size_t>(x)] == mark) continue;
+        seen[static_cast<size_t>(x)] = mark;
+        for (int32_t y : left[static_cast<size_t>(x)]) todo.push_back(y);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+size_t Automaton::VecHash::operator()(const std::vector<int32_t>& v) const {
+  uint64_t h = 1469598103934665603ull ^ v.size();
+  for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(vocab) {
+  const size_t n = grammar.rules.size();
+  VT_CHECK(grammar.root >= 0 && static_cast<size_t>(grammar.root) < n,
+           "grammar: no root rule (root = ", grammar.root, ", ", n, " rules)");
+  for (const Rule& r : grammar.rules) {
+    for (const Alternative& alt : r.alternatives) {
+      for (const Element& e : alt) {
+        const size_t limit = e.kind == Element::Kind::kRule ? n : grammar.byte_sets.size();
+        VT_CHECK(e.index >= 0 && static_cast<size_t>(e.index) < limit, "grammar: rule '", r.name,
+                 "' has an element index ", e.index, " out of range");
+      }
+    }
+  }
+  check_not_left_recursive(grammar);
+  byte_sets_ = grammar.byte_sets;
+  rule_starts_.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    for (const Alternative& alt : grammar.rules[r].alternatives) {
+      rule_starts_[r].push_back(static_cast<int32_t>(elems_.size()));
+      for (const Element& e : alt) {
+        elems_.push_back(
+            Elem{e.kind == Element::Kind::kRule ? Elem::kRule : Elem::kBytes, e.index});
+      }
+      elems_.push_back(Elem{Elem::kEnd, 0});
+    }
+  }
+  size_t depth = 0;
+  for (const TokenVocab::TrieNode& t : vocab_.trie()) depth = std::max<size_t>(depth, t.depth);
+  walk_states_.resize(depth + 1);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  ++generation_;
+  std::vector<int32_t> out;
+  bool acc = false;
+  for (int32_t start : rule_starts_[static_cast<size_t>(grammar.root)]) {
+    expand(node(start, -1), out, acc);
+  }
+  initial_ = out.empty() && !acc ? kDead : intern(out, acc);
+}
+
+int32_t Automaton::node(int32_t pos, int32_t parent) {
+  const uint64_t key =
+      (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
+  auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(nodes_.size()));
+  if (inserted) nodes_.push_back({pos, parent});
+  return it->second;
+}
+
+void Automaton::expand(int32_t stack, std::vector<int32_t>& out, bool& accepting) {
+  work_.clear();
+  work_.push_back(stack);
+  while (!work_.empty()) {
+    const int32_t s = work_.back();
+    work_.pop_back();
+    if (visited_.size() <= static_cast<size_t>(s)) visited_.resize(nodes_.size() * 2 + 16, 0);
+    if (visited_[static_cast<size_t>(s)] == generation_) continue;
+    visited_[static_cast<size_t>(s)] = generation_;
+    const auto [pos, parent] = nodes_[static_cast<size_t>(s)];
+    const Elem e = elems_[static_cast<size_t>(pos)];
+    if (e.kind == Elem::kBytes) {
+      out.push_back(s);
+    } else if (e.kind == Elem::kEnd) {
+      if (parent < 0) {
+        accepting = true;
+      } else {
+        work_.push_back(parent);
+      }
+    } else {
+      // A call whose return position ends the alternative returns straight to
+      // the caller's caller (a tail call): repetition stays flat.
+      const int32_t ret =
+          elems_[static_cast<size_t>(pos) + 1].kind == Elem::kEnd ? parent : node(pos + 1, parent);
+      for (int32_t start : rule_starts_[static_cast<size_t>(e.arg)]) {
+        work_.push_back(node(start, ret));
+      }
+    }
+  }
+}
+
+int32_t Automaton::intern(std::vector<int32_t>& stacks, bool accepting) {
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+  auto& ids = state_ids_[accepting ? 1 : 0];
+  auto it = ids.find(stacks);
+  if (it != ids.end()) return it->second;
+  const auto id = static_cast<int32_t>(states_.size());
+  ids.emplace(stacks, id);
+  states_.push_back(State{stacks, accepting});
+  trans_.resize(trans_.size() + 256, kUnknown);
+  return id;
+}
+
+int32_t Automaton::step_locked(int32_t state, uint8_t byte) {
+  if (state < 0) return kDead;
+  const size_t idx = static_cast<size_t>(state) * 256 + byte;
+  if (trans_[idx] != kUnknown) return trans_[idx];
+  ++generation_;
+  step_out_.clear();
+  bool acc = false;
+  const size_t count = states_[static_cast<size_t>(state)].stacks.size();
+  for (size_t i = 0; i < count; ++i) {
+    const int32_t s = states_[static_cast<size_t>(state)].stacks[i];
+    const auto [pos, parent] = nodes_[static_cast<size_t>(s)];
+    if (!byte_sets_[static_cast<size_t>(elems_[static_cast<size_t>(pos)].arg)][byte]) continue;
+    const int32_t next = node(pos + 1, parent);
+    expand(next, step_out_, acc);
+  }
+  const int32_t result = step_out_.empty() && !acc ? kDead : intern(step_out_, acc);
+  trans_[idx] = result;
+  return result;
+}
+
+int32_t Automaton::step(int32_t state, uint8_t byte) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return step_locked(state, byte);
+}
+
+int32_t Automaton::step_bytes(int32_t state, std::string_view bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (char c : bytes) {
+    state = step_locked(state, static_cast<uint8_t>(c));
+    if (state == kDead) break;
+  }
+  return state;
+}
+
+bool Automaton::accepting(int32_t state) {
+  if (state < 0) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return states_[static_cast<size_t>(state)].accepting;
+}
+
+void Automaton::compute_mask(int32_t state, std::vector<uint32_t>& mask) {
+  mask.assign(vocab_.mask_words(), 0);
+  const std::span<const TokenVocab::TrieNode> trie = vocab_.trie();
+  const std::span<const TokenId> tokens = vocab_.trie_tokens();
+  walk_states_[0] = state;
+  const size_t n = trie.size();
+  for (size_t i = 0; i < n;) {
+    const TokenVocab::TrieNode& t = trie[i];
+    const int32_t s = step_locked(walk_states_[t.depth - 1], t.byte);
+    if (s == kDead) {
+      i = static_cast<size_t>(t.subtree_end);
+      continue;
+    }
+    walk_states_[t.depth] = s;
+    for (int32_t k = t.token_begin; k < t.token_end; ++k) {
+      const auto id = static_cast<uint32_t>(tokens[static_cast<size_t>(k)]);
+      mask[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+    ++i;
+  }
+  if (states_[static_cast<size_t>(state)].accepting) {
+    for (TokenId id : vocab_.stop_ids()) {
+      mask[static_cast<uint32_t>(id) >> 5] |= uint32_t{1} << (static_cast<uint32_t>(id) & 31);
+    }
+  }
+}
+
+void Automaton::fill_mask(int32_t state, std::span<uint32_t> bitmask) {
+  const size_t words = vocab_.mask_words();
+  VT_CHECK(bitmask.size() >= words, "token mask: ", bitmask.size(), " words given, ", words,
+           " needed");
+  if (state < 0) {
+    std::fill(bitmask.begin(), bitmask.begin() + static_cast<ptrdiff_t>(words), 0u);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = masks_.find(state);
+  if (it == masks_.end()) {
+    std::vector<uint32_t> mask;
+    compute_mask(state, mask);
+    if (mask_bytes_ + mask.size() * 4 > kMaskCacheBytes) {
+      masks_.clear();
+      mask_bytes_ = 0;
+    }
+    mask_bytes_ += mask.size() * 4;
+    it = masks_.emplace(state, std::move(mask)).first;
+  }
+  std::copy(it->second.begin(), it->second.end(), bitmask.begin());
+}
+
+size_t Automaton::num_states() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return states_.size();
+}
+
+size_t Automaton::num_cached_masks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return masks_.size();
+}
+
+}  // namespace vtllm::structured

@@ -1,0 +1,89 @@
+// The pushdown automaton behind CompiledGrammar (internal to structured/).
+//
+// A grammar is flattened into one array of positions (each alternative's
+// elements followed by an end marker). A stack is a hash-consed linked list
+// of positions: the top is where matching continues, the rest are return
+// positions. A calls to a rule whose return position is an end marker does not
+// push (tail calls), so repetition runs in constant stack depth. A state is
+// the sorted set of stacks whose top is a byte element, plus whether the
+// input so far is complete; states are interned, so the automaton is a DFA
+// built lazily over them: step(state, byte) is a table lookup once computed.
+// Masks are cached per state.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "structured/grammar.h"
+#include "structured/token_vocab.h"
+
+namespace vtllm::structured {
+
+class Automaton {
+ public:
+  static constexpr int32_t kDead = -1;
+
+  // Throws vtllm::Error on a left-recursive grammar, a missing root or an
+  // element index out of range. `vocab` must outlive the automaton.
+  Automaton(const Grammar& grammar, const TokenVocab& vocab);
+
+  // Every method is thread-safe (one mutex).
+  int32_t initial_state() const { return initial_; }
+  // The state after `byte`, or kDead.
+  int32_t step(int32_t state, uint8_t byte);
+  // The state after all of `bytes`, or kDead.
+  int32_t step_bytes(int32_t state, std::string_view bytes);
+  // True when the input that led to `state` is a string of the language.
+  bool accepting(int32_t state);
+  // Writes state's token mask (stop tokens set iff accepting) into
+  // bitmask[0, vocab.mask_words()).
+  void fill_mask(int32_t state, std::span<uint32_t> bitmask);
+
+  // Statistics, for benchmarks: states, stack nodes, cached masks.
+  size_t num_states();
+  size_t num_cached_masks();
+
+ private:
+  struct Elem {
+    enum Kind : uint8_t { kBytes, kRule, kEnd } kind;
+    int32_t arg;  // byte set / rule index
+  };
+  struct State {
+    std::vector<int32_t> stacks;  // sorted stack-node ids, each top a kBytes position
+    bool accepting = false;
+  };
+  struct VecHash {
+    size_t operator()(const std::vector<int32_t>& v) const;
+  };
+
+  int32_t node(int32_t pos, int32_t parent);
+  void expand(int32_t stack, std::vector<int32_t>& out, bool& accepting);
+  int32_t intern(std::vector<int32_t>& stacks, bool accepting);
+  int32_t step_locked(int32_t state, uint8_t byte);
+  void compute_mask(int32_t state, std::vector<uint32_t>& mask);
+
+  const TokenVocab& vocab_;
+  std::vector<Elem> elems_;
+  std::vector<std::vector<int32_t>> rule_starts_;  // per rule: its alternatives' first positions
+  std::vector<ByteSet> byte_sets_;
+
+  std::mutex mu_;
+  std::vector<std::pair<int32_t, int32_t>> nodes_;  // (pos, parent)
+  std::unordered_map<uint64_t, int32_t> node_ids_;
+  std::vector<uint32_t> visited_;  // per node: the expand() generation that saw it
+  uint32_t generation_ = 0;
+  std::vector<State> states_;
+  std::unordered_map<std::vector<int32_t>, int32_t, VecHash> state_ids_[2];  // by accepting
+  std::vector<int32_t> trans_;  // states_ x 256; -2 = not computed yet
+  std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
+  size_t mask_bytes_ = 0;
+  std::vector<int32_t> work_, step_out_;  // scratch of expand() / step_locked()
+  std::vector<int32_t> walk_states_;      // per trie depth: the state there
+  int32_t initial_ = kDead;
+};
+
+}  // namespace vtllm::structured

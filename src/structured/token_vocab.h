@@ -1,0 +1,68 @@
+// The vocabulary as byte strings, for matching tokens against a grammar.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vtllm::text {
+class Tokenizer;
+}
+
+namespace vtllm::structured {
+
+using TokenId = int32_t;
+
+// Immutable after construction; thread-safe to share.
+//
+// Each id in [0, size()) has a byte string (empty when the id may never be
+// produced under a grammar: unused ids, added/special tokens, empty tokens)
+// or is a stop token (EOS: allowed exactly when the grammar can end). The
+// matchable tokens are also laid out as a byte trie in depth-first order so
+// a mask walks each shared prefix once.
+class TokenVocab {
+ public:
+  // One trie node: the byte on the edge into it, its depth (1 = first byte),
+  // the end of its subtree (index one past its last descendant), and the
+  // tokens whose bytes end here: trie_tokens()[token_begin, token_end).
+  struct TrieNode {
+    uint8_t byte;
+    uint16_t depth;
+    int32_t subtree_end;
+    int32_t token_begin, token_end;
+  };
+
+  // `token_bytes[i]` is token i's bytes ("" = never allowed); `stop_ids` are
+  // the EOS ids (each < token_bytes.size()). Throws vtllm::Error on a stop id
+  // out of range or a token longer than 65535 bytes.
+  TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId> stop_ids);
+
+  // From a tokenizer: each model token decoded from its byte-level spelling
+  // (a piece outside that alphabet is read SentencePiece-style: "<0xAB>" is
+  // the byte, U+2581 a space, the rest as is); every
+  // added token excluded except `stop_ids`. `vocab_size` (0: tokenizer.id_end())
+  // is the mask width, usually the model's lm_head rows (ids past the
+  // tokenizer's are never allowed). Empty `stop_ids`: the tokenizer's eos_id().
+  static TokenVocab from_tokenizer(const text::Tokenizer& tokenizer, size_t vocab_size = 0,
+                                   std::vector<TokenId> stop_ids = {});
+
+  // Number of ids (the mask covers ids [0, size())).
+  size_t size() const { return bytes_.size(); }
+  // Words a bitmask needs: ceil(size() / 32).
+  size_t mask_words() const { return (bytes_.size() + 31) / 32; }
+  std::string_view bytes(TokenId id) const { return bytes_[static_cast<size_t>(id)]; }
+  bool is_stop(TokenId id) const;
+  std::span<const TokenId> stop_ids() const { return stop_ids_; }
+  std::span<const TrieNode> trie() const { return trie_; }
+  std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
+
+ private:
+  std::vector<std::string> bytes_;
+  std::vector<TokenId> stop_ids_;
+  std::vector<TrieNode> trie_;
+  std::vector<TokenId> trie_tokens_;
+};
+
+}  // namespace vtllm::structured

