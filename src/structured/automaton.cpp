@@ -11,6 +11,10 @@ namespace {
 constexpr int32_t kUnknown = -2;
 // Masks cached per grammar before the cache is dropped and refilled.
 constexpr size_t kMaskCacheBytes = size_t{128} << 20;
+// Stack nodes a truncated state keeps: enough to hold a JSON string's frames
+// (character class, repetition, string rule) plus one, so that text inside a
+// string is context-independent up to its closing quote.
+constexpr int kContextDepth = 4;
 
 // Throws when some rule can reach itself without consuming a byte and with a
 // return position pushed on the way: the pushdown expansion would grow the
@@ -105,18 +109,22 @@ Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(v
       elems_.push_back(Elem{Elem::kEnd, 0});
     }
   }
+  const auto context_pos = static_cast<int32_t>(elems_.size());
+  elems_.push_back(Elem{Elem::kContext, 0});
   size_t depth = 0;
   for (const TokenVocab::TrieNode& t : vocab_.trie()) depth = std::max<size_t>(depth, t.depth);
   walk_states_.resize(depth + 1);
+  walk_context_.resize(depth + 1);
 
   std::lock_guard<std::mutex> lock(mu_);
+  context_node_ = node(context_pos, -1);
   ++generation_;
   std::vector<int32_t> out;
-  bool acc = false;
+  bool acc = false, ctx = false;
   for (int32_t start : rule_starts_[static_cast<size_t>(grammar.root)]) {
-    expand(node(start, -1), out, acc);
+    expand(node(start, -1), out, acc, ctx);
   }
-  initial_ = out.empty() && !acc ? kDead : intern(out, acc);
+  initial_ = out.empty() && !acc ? kDead : intern(out, acc, false);
 }
 
 int32_t Automaton::node(int32_t pos, int32_t parent) {
@@ -127,7 +135,7 @@ int32_t Automaton::node(int32_t pos, int32_t parent) {
   return it->second;
 }
 
-void Automaton::expand(int32_t stack, std::vector<int32_t>& out, bool& accepting) {
+void Automaton::expand(int32_t stack, std::vector<int32_t>& out, bool& accepting, bool& context) {
   work_.clear();
   work_.push_back(stack);
   while (!work_.empty()) {
@@ -140,6 +148,8 @@ void Automaton::expand(int32_t stack, std::vector<int32_t>& out, bool& accepting
     const Elem e = elems_[static_cast<size_t>(pos)];
     if (e.kind == Elem::kBytes) {
       out.push_back(s);
+    } else if (e.kind == Elem::kContext) {
+      context = true;
     } else if (e.kind == Elem::kEnd) {
       if (parent < 0) {
         accepting = true;
@@ -158,15 +168,15 @@ void Automaton::expand(int32_t stack, std::vector<int32_t>& out, bool& accepting
   }
 }
 
-int32_t Automaton::intern(std::vector<int32_t>& stacks, bool accepting) {
+int32_t Automaton::intern(std::vector<int32_t>& stacks, bool accepting, bool context) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-  auto& ids = state_ids_[accepting ? 1 : 0];
+  auto& ids = state_ids_[(accepting ? 1 : 0) + (context ? 2 : 0)];
   auto it = ids.find(stacks);
   if (it != ids.end()) return it->second;
   const auto id = static_cast<int32_t>(states_.size());
   ids.emplace(stacks, id);
-  states_.push_back(State{stacks, accepting});
+  states_.push_back(State{stacks, accepting, context});
   trans_.resize(trans_.size() + 256, kUnknown);
   return id;
 }
@@ -177,16 +187,16 @@ int32_t Automaton::step_locked(int32_t state, uint8_t byte) {
   if (trans_[idx] != kUnknown) return trans_[idx];
   ++generation_;
   step_out_.clear();
-  bool acc = false;
+  bool acc = false, ctx = false;
   const size_t count = states_[static_cast<size_t>(state)].stacks.size();
   for (size_t i = 0; i < count; ++i) {
     const int32_t s = states_[static_cast<size_t>(state)].stacks[i];
     const auto [pos, parent] = nodes_[static_cast<size_t>(s)];
     if (!byte_sets_[static_cast<size_t>(elems_[static_cast<size_t>(pos)].arg)][byte]) continue;
     const int32_t next = node(pos + 1, parent);
-    expand(next, step_out_, acc);
+    expand(next, step_out_, acc, ctx);
   }
-  const int32_t result = step_out_.empty() && !acc ? kDead : intern(step_out_, acc);
+  const int32_t result = step_out_.empty() && !acc && !ctx ? kDead : intern(step_out_, acc, ctx);
   trans_[idx] = result;
   return result;
 }
@@ -205,6 +215,80 @@ int32_t Automaton::step_bytes(int32_t state, std::string_view bytes) {
   return state;
 }
 
+bool Automaton::live(int32_t state) const {
+  return state >= 0 && (states_[static_cast<size_t>(state)].accepting ||
+                        !states_[static_cast<size_t>(state)].stacks.empty());
+}
+
+int32_t Automaton::truncate(int32_t state) {
+  std::vector<int32_t> stacks;
+  bool cut = false;
+  int32_t chain[kContextDepth];
+  for (int32_t s : states_[static_cast<size_t>(state)].stacks) {
+    int n = 0;
+    int32_t x = s;
+    while (x >= 0 && n < kContextDepth) {
+      chain[n++] = nodes_[static_cast<size_t>(x)].first;
+      x = nodes_[static_cast<size_t>(x)].second;
+    }
+    if (x < 0) {  // shallow enough: kept whole
+      stacks.push_back(s);
+      continue;
+    }
+    cut = true;
+    int32_t t = context_node_;
+    for (int i = n; i-- > 0;) t = node(chain[i], t);
+    stacks.push_back(t);
+  }
+  if (!cut) return state;
+  return intern(stacks, false, false);
+}
+
+const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
+  auto it = local_masks_.find(truncated);
+  if (it != local_masks_.end()) return it->second;
+  LocalMask lm;
+  lm.allowed.assign(vocab_.mask_words(), 0);
+  const std::span<const TokenVocab::TrieNode> trie = vocab_.trie();
+  const std::span<const TokenId> tokens = vocab_.trie_tokens();
+  const size_t n = trie.size();
+  auto subtree_tokens_end = [&](size_t end) {
+    return end < n ? static_cast<size_t>(trie[end].token_begin) : tokens.size();
+  };
+  walk_states_[0] = truncated;
+  walk_context_[0] = 0;
+  for (size_t i = 0; i < n;) {
+    const TokenVocab::TrieNode& t = trie[i];
+    const int32_t s = step_locked(walk_states_[t.depth - 1], t.byte);
+    if (s == kDead) {
+      const size_t end = static_cast<size_t>(t.subtree_end);
+      if (walk_context_[t.depth - 1]) {  // popped into the context earlier: can't tell here
+        for (size_t k = static_cast<size_t>(t.token_begin); k < subtree_tokens_end(end); ++k) {
+          lm.uncertain.push_back(tokens[k]);
+        }
+      }
+      i = end;
+      continue;
+    }
+    walk_states_[t.depth] = s;
+    const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;
+    walk_context_[t.depth] = ctx;
+    const bool ok = live(s);
+    for (int32_t k = t.token_begin; k < t.token_end; ++k) {
+      const TokenId id = tokens[static_cast<size_t>(k)];
+      if (ok) {
+        lm.allowed[static_cast<uint32_t>(id) >> 5] |= uint32_t{1}
+                                                      << (static_cast<uint32_t>(id) & 31);
+      } else if (ctx) {
+        lm.uncertain.push_back(id);
+      }
+    }
+    ++i;
+  }
+  mask_bytes_ += lm.allowed.size() * 4 + lm.uncertain.size() * 4;
+  return local_masks_.emplace(truncated, std::move(lm)).first->second;
+}
+
 bool Automaton::accepting(int32_t state) {
   if (state < 0) return false;
   std::lock_guard<std::mutex> lock(mu_);
@@ -212,24 +296,23 @@ bool Automaton::accepting(int32_t state) {
 }
 
 void Automaton::compute_mask(int32_t state, std::vector<uint32_t>& mask) {
-  mask.assign(vocab_.mask_words(), 0);
-  const std::span<const TokenVocab::TrieNode> trie = vocab_.trie();
-  const std::span<const TokenId> tokens = vocab_.trie_tokens();
+  const LocalMask& lm = local_mask(truncate(state));
+  mask = lm.allowed;
+  // Uncertain tokens against the whole state; consecutive ones (trie order)
+  // share prefixes, whose states are reused.
+  std::string_view prev;
   walk_states_[0] = state;
-  const size_t n = trie.size();
-  for (size_t i = 0; i < n;) {
-    const TokenVocab::TrieNode& t = trie[i];
-    const int32_t s = step_locked(walk_states_[t.depth - 1], t.byte);
-    if (s == kDead) {
-      i = static_cast<size_t>(t.subtree_end);
-      continue;
+  for (TokenId id : lm.uncertain) {
+    const std::string_view b = vocab_.bytes(id);
+    size_t d = 0;
+    while (d < b.size() && d < prev.size() && b[d] == prev[d]) ++d;
+    for (; d < b.size(); ++d) {
+      walk_states_[d + 1] = step_locked(walk_states_[d], static_cast<uint8_t>(b[d]));
     }
-    walk_states_[t.depth] = s;
-    for (int32_t k = t.token_begin; k < t.token_end; ++k) {
-      const auto id = static_cast<uint32_t>(tokens[static_cast<size_t>(k)]);
-      mask[id >> 5] |= uint32_t{1} << (id & 31);
+    prev = b;
+    if (live(walk_states_[b.size()])) {
+      mask[static_cast<uint32_t>(id) >> 5] |= uint32_t{1} << (static_cast<uint32_t>(id) & 31);
     }
-    ++i;
   }
   if (states_[static_cast<size_t>(state)].accepting) {
     for (TokenId id : vocab_.stop_ids()) {
@@ -253,6 +336,7 @@ void Automaton::fill_mask(int32_t state, std::span<uint32_t> bitmask) {
     compute_mask(state, mask);
     if (mask_bytes_ + mask.size() * 4 > kMaskCacheBytes) {
       masks_.clear();
+      local_masks_.clear();
       mask_bytes_ = 0;
     }
     mask_bytes_ += mask.size() * 4;
@@ -264,6 +348,11 @@ void Automaton::fill_mask(int32_t state, std::span<uint32_t> bitmask) {
 size_t Automaton::num_states() {
   std::lock_guard<std::mutex> lock(mu_);
   return states_.size();
+}
+
+size_t Automaton::num_local_masks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return local_masks_.size();
 }
 
 size_t Automaton::num_cached_masks() {

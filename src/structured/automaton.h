@@ -9,6 +9,15 @@
 // input so far is complete; states are interned, so the automaton is a DFA
 // built lazily over them: step(state, byte) is a table lookup once computed.
 // Masks are cached per state.
+//
+// A first visit to a state would walk the whole vocabulary trie (~333k nodes
+// for Qwen3). Most of that walk does not depend on the stacks' deep parts, so
+// masks are split as XGrammar does: the state is truncated to its top
+// kContextDepth stack nodes over a CONTEXT sentinel, and the truncated state's
+// walk (cached, shared by every state with the same top) sorts tokens into
+// allowed whatever the context, rejected, or uncertain (the token pops into
+// the context). Only the uncertain tokens are then checked against the full
+// state.
 #pragma once
 
 #include <cstdint>
@@ -43,26 +52,37 @@ class Automaton {
   // bitmask[0, vocab.mask_words()).
   void fill_mask(int32_t state, std::span<uint32_t> bitmask);
 
-  // Statistics, for benchmarks: states, stack nodes, cached masks.
+  // Statistics, for benchmarks: states, cached full masks, cached
+  // context-independent masks (of truncated states).
   size_t num_states();
   size_t num_cached_masks();
+  size_t num_local_masks();
 
  private:
   struct Elem {
-    enum Kind : uint8_t { kBytes, kRule, kEnd } kind;
+    enum Kind : uint8_t { kBytes, kRule, kEnd, kContext } kind;
     int32_t arg;  // byte set / rule index
   };
   struct State {
     std::vector<int32_t> stacks;  // sorted stack-node ids, each top a kBytes position
     bool accepting = false;
+    bool context = false;  // some path popped into the CONTEXT sentinel here
+  };
+  // The context-independent part of a truncated state's mask.
+  struct LocalMask {
+    std::vector<uint32_t> allowed;   // allowed whatever lies under the truncation
+    std::vector<TokenId> uncertain;  // in trie order: depends on the context
   };
   struct VecHash {
     size_t operator()(const std::vector<int32_t>& v) const;
   };
 
   int32_t node(int32_t pos, int32_t parent);
-  void expand(int32_t stack, std::vector<int32_t>& out, bool& accepting);
-  int32_t intern(std::vector<int32_t>& stacks, bool accepting);
+  void expand(int32_t stack, std::vector<int32_t>& out, bool& accepting, bool& context);
+  int32_t intern(std::vector<int32_t>& stacks, bool accepting, bool context);
+  bool live(int32_t state) const;
+  int32_t truncate(int32_t state);
+  const LocalMask& local_mask(int32_t truncated);
   int32_t step_locked(int32_t state, uint8_t byte);
   void compute_mask(int32_t state, std::vector<uint32_t>& mask);
 
@@ -77,12 +97,16 @@ class Automaton {
   std::vector<uint32_t> visited_;  // per node: the expand() generation that saw it
   uint32_t generation_ = 0;
   std::vector<State> states_;
-  std::unordered_map<std::vector<int32_t>, int32_t, VecHash> state_ids_[2];  // by accepting
+  // By accepting + 2 * context.
+  std::unordered_map<std::vector<int32_t>, int32_t, VecHash> state_ids_[4];
   std::vector<int32_t> trans_;  // states_ x 256; -2 = not computed yet
   std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
+  std::unordered_map<int32_t, LocalMask> local_masks_;  // by truncated state
+  int32_t context_node_ = -1;
   size_t mask_bytes_ = 0;
   std::vector<int32_t> work_, step_out_;  // scratch of expand() / step_locked()
   std::vector<int32_t> walk_states_;      // per trie depth: the state there
+  std::vector<uint8_t> walk_context_;     // per trie depth: CONTEXT reached on the way
   int32_t initial_ = kDead;
 };
 
