@@ -160,30 +160,47 @@ int64_t OpenAiService::resolve_max_tokens(bool chat, const std::optional<int64_t
   return cap ? std::min(*requested, *cap) : *requested;
 }
 
+StructuredCompiler& OpenAiService::structured_compiler() {
+  std::call_once(compiler_once_, [this] {
+    compiler_ = std::make_unique<StructuredCompiler>(tokenizer_, 0, std::vector<int32_t>{});
+  });
+  return *compiler_;
+}
+
 void OpenAiService::check_capabilities(const GenerationRequest& gen,
-                                       const ChatCompletionRequest* chat) const {
+                                       const ChatCompletionRequest* chat) {
   if (chat && chat->tool_choice == ToolChoice::kAuto &&
       !(config_.enable_auto_tool_choice && config_.tool_call_parser)) {
     throw ApiError::bad_request(
         "tool_choice",
         "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
   }
-  // Forcing a call (required, named) and every structured-output field need a grammar
-  // over the vocabulary applied at each step.
+  // Forcing a call (required, named) and every structured-output field need the
+  // compiled grammar applied at each step through the engine's token-constraint hook,
+  // which this build does not have: the grammar is compiled (its errors are the
+  // client's) and the request refused.
+  const char* hook_missing = "structured outputs: grammar engine not built";
   if (chat &&
       (chat->tool_choice == ToolChoice::kRequired || chat->tool_choice == ToolChoice::kNamed)) {
+    const char* what = chat->tool_choice == ToolChoice::kRequired ? "'required'" : "a named tool";
+    if (!config_.tool_call_parser) {
+      throw ApiError::bad_request(
+          "tool_choice",
+          str_cat("'tool_choice' = ", what, " needs --tool-call-parser (the calls' format)"));
+    }
+    structured_compiler().compile_tool_call(chat->tools, chat->tool_choice_name,
+                                            chat->parallel_tool_calls, *config_.tool_call_parser);
     throw ApiError::bad_request(
         "tool_choice",
-        str_cat("structured outputs: grammar engine not built ('tool_choice' = ",
-                chat->tool_choice == ToolChoice::kRequired ? "'required'" : "a named function",
-                " needs a constrained call)"),
+        str_cat(hook_missing, " ('tool_choice' = ", what, " needs a constrained call)"),
         "unsupported");
   }
   if (gen.structured) {
-    throw ApiError::bad_request(gen.structured->param,
-                                str_cat("structured outputs: grammar engine not built ('",
-                                        gen.structured->param, "' needs a constrained decode)"),
-                                "unsupported");
+    structured_compiler().compile(*gen.structured);
+    throw ApiError::bad_request(
+        gen.structured->param,
+        str_cat(hook_missing, " ('", gen.structured->param, "' needs a constrained decode)"),
+        "unsupported");
   }
 }
 

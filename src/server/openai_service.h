@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "server/metrics.h"
 #include "server/protocol.h"
 #include "server/reasoning_parser.h"
+#include "server/structured_constraint.h"
 #include "server/tool_parser.h"
 #include "text/tokenizer.h"
 
@@ -100,7 +102,10 @@ class OpenAiService {
                                    std::string* text = nullptr) const;
   // 400 for what this request asks that the server cannot do (tool_choice "auto"
   // without the flags, a constraint without a grammar engine).
-  void check_capabilities(const GenerationRequest& gen, const ChatCompletionRequest* chat) const;
+  // Constraints are compiled first, so a bad schema is a 400 naming what is wrong.
+  void check_capabilities(const GenerationRequest& gen, const ChatCompletionRequest* chat);
+  // Built on the first constrained request (the vocabulary's byte trie).
+  StructuredCompiler& structured_compiler();
 
   ServiceConfig config_;
   engine::AsyncEngine& engine_;
@@ -110,6 +115,8 @@ class OpenAiService {
   GenerationRegistry registry_;
   std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<bool> shutting_down_{false};
+  std::once_flag compiler_once_;
+  std::unique_ptr<StructuredCompiler> compiler_;
   std::atomic<uint64_t> next_id_{0};
   int64_t created_base_;
 };

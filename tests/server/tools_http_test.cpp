@@ -244,6 +244,18 @@ TEST(ToolsHttp, ConstraintsAreRefusedWithoutAGrammarEngine) {
   const json e =
       post(s, "/v1/completions", json({{"prompt", "x"}, {"guided_choice", {"a", "b"}}}), 400);
   EXPECT_EQ(e["error"]["param"], "guided_choice");
+  // The grammar is compiled first: an unsupported schema is a 400 naming the keyword.
+  const json bad = post(
+      s, "/v1/chat/completions",
+      chat_body({{"structured_outputs", {{"json", {{"type", "integer"}, {"multipleOf", 2}}}}}}),
+      400);
+  EXPECT_EQ(bad["error"]["param"], "structured_outputs.json");
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("multipleOf"), std::string::npos);
+  // A forced call needs the calls' format.
+  TestServer plain(long_context());
+  const json np = post(plain, "/v1/chat/completions",
+                       chat_body({{"tools", {weather_tool()}}, {"tool_choice", "required"}}), 400);
+  EXPECT_EQ(np["error"]["param"], "tool_choice");
 }
 
 TEST(ToolsHttp, ToolsAndThinkingSwitchReachTheTemplate) {
