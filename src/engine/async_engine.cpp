@@ -45,6 +45,7 @@ int64_t vocab_of(const std::unique_ptr<ModelExecutor>& e) {
 AsyncEngine::AsyncEngine(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
                          const text::Tokenizer* tokenizer)
     : vocab_size_(vocab_of(executor)),
+      tokenizer_(tokenizer),
       engine_(config, std::move(executor), tokenizer),
       thread_([this] { loop(); }) {}
 
@@ -60,8 +61,10 @@ AsyncEngine::~AsyncEngine() {
 std::shared_ptr<RequestStream> AsyncEngine::add_request(
     const std::string& id, std::vector<int32_t> prompt, const SamplingParams& params, int priority,
     std::shared_ptr<const MultimodalPrompt> mm) {
+  SamplingParams resolved;
   try {
-    params.validate(vocab_size_);
+    resolved = resolve_bad_words(params, tokenizer_);  // here: its errors are the caller's
+    resolved.validate(vocab_size_);
   } catch (const Error& e) {
     VT_THROW("request '", id, "': ", e.what());
   }
@@ -69,7 +72,7 @@ std::shared_ptr<RequestStream> AsyncEngine::add_request(
   {
     std::lock_guard lock(mu_);
     VT_CHECK(!stop_, "async engine: add_request('", id, "') after shutdown");
-    adds_.push_back({id, std::move(prompt), params, priority, stream, std::move(mm)});
+    adds_.push_back({id, std::move(prompt), std::move(resolved), priority, stream, std::move(mm)});
   }
   wake_.notify_all();
   return stream;

@@ -78,6 +78,7 @@ class AsyncEngine {
   void end_aborted(const std::string& id, Live& live);
 
   int64_t vocab_size_;
+  const text::Tokenizer* tokenizer_;  // bad_words are tokenized in add_request
   LlmEngine engine_;  // touched only by the engine thread
   std::mutex mu_;
   std::condition_variable wake_, idle_;

@@ -1,5 +1,9 @@
 #include "engine/llm_engine.h"
 
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
 #include "base/error.h"
 #include "engine/step_plan.h"
 
@@ -41,11 +45,32 @@ void check_multimodal_prompt(const MultimodalPrompt& mm, size_t prompt_len, int6
 
 }  // namespace
 
+SamplingParams resolve_bad_words(SamplingParams params, const text::Tokenizer* tokenizer) {
+  if (params.bad_words.empty() || !params.bad_words_token_ids.empty()) return params;
+  VT_CHECK(tokenizer != nullptr, "bad_words need a tokenizer, and this engine has none");
+  for (const std::string& word : params.bad_words) {
+    const size_t start = word.find_first_not_of(" \t\n\r\f\v");
+    const std::string stripped = start == std::string::npos ? "" : word.substr(start);
+    std::vector<int32_t> plain;
+    for (auto t : tokenizer->encode(stripped, false)) plain.push_back(int32_t(t));
+    if (plain.empty()) continue;  // nothing to ban
+    std::vector<int32_t> spaced;
+    for (auto t : tokenizer->encode(" " + stripped, false)) spaced.push_back(int32_t(t));
+    const bool keep_spaced =
+        !spaced.empty() && spaced[0] != plain[0] && spaced.size() == plain.size();
+    params.bad_words_token_ids.push_back(std::move(plain));
+    if (keep_spaced) params.bad_words_token_ids.push_back(std::move(spaced));
+  }
+  return params;
+}
+
 void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
-                            const SamplingParams& params, int priority,
+                            const SamplingParams& given, int priority,
                             std::shared_ptr<const MultimodalPrompt> mm) {
   const int64_t vocab = executor_->vocab_size();
+  SamplingParams params;
   try {
+    params = resolve_bad_words(given, tokenizer_);
     params.validate(vocab);
   } catch (const Error& e) {
     VT_THROW("request '", id, "': ", e.what());
@@ -81,6 +106,14 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     const std::string internal = params.n == 1 ? id : str_cat(id, "#", i);
     auto r = std::make_unique<Request>(internal, prompt, std::move(child), priority);
     r->eos_token_ids = config_.eos_token_ids;
+    if (params.constraint) {
+      try {
+        r->constraint = params.constraint();
+      } catch (const std::exception& e) {
+        VT_THROW("request '", id, "': its constraint could not be made: ", e.what());
+      }
+      VT_CHECK(r->constraint != nullptr, "request '", id, "': its constraint factory gave null");
+    }
     r->mm = mm;
     r->extra_keys = extra_keys;
     ids.push_back(internal);
@@ -113,7 +146,7 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
 }
 
 EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
-                                    std::vector<SampleResult> lps) {
+                                    std::vector<SampleResult> lps, bool drop_last) {
   EngineOutput e;
   e.request_id = t.parent;
   e.index = t.index;
@@ -130,7 +163,7 @@ EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
   // As vLLM's detokenizer: the eos or stop token that ended the request is not
   // part of the text unless include_stop_str_in_output.
   size_t n = o.new_token_ids.size();
-  if (o.finished && o.finish_reason == FinishReason::kStop && !t.include_stop && n > 0) --n;
+  if (drop_last && !t.include_stop && n > 0) --n;
   for (size_t i = 0; i < n; ++i) text += t.detok->push(o.new_token_ids[i]);
   // A request that ends inside a character still shows it (as U+FFFD, as HF decode).
   if (o.finished) text += t.detok->finish();
@@ -152,6 +185,43 @@ EngineOutput LlmEngine::make_output(const RequestOutput& o, Tracked& t,
   return e;
 }
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool any_allowed(std::span<const uint32_t> words, int64_t vocab) {
+  for (size_t w = 0; w < words.size(); ++w) {
+    const int64_t valid = std::min<int64_t>(32, vocab - int64_t(w) * 32);
+    const uint32_t bits = valid >= 32 ? ~0u : (1u << valid) - 1;
+    if (words[w] & bits) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void LlmEngine::fill_masks(vt::SampleBatch& batch,
+                           std::span<const std::shared_ptr<TokenConstraint>> cs, int64_t vocab,
+                           std::vector<std::string>& errors) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < cs.size(); ++k) {
+    if (!cs[k]) continue;
+    const std::span<uint32_t> m = Sampler::mask_row(batch, batch.rows[k].logits_mask, vocab);
+    try {
+      cs[k]->fill_bitmask(m);
+      if (!any_allowed(m, vocab)) errors[k] = "the constraint allows no token";
+    } catch (const std::exception& e) {
+      errors[k] = str_cat("the constraint failed: ", e.what());
+    }
+    // Sampled unconstrained (so the step goes on); the request then ends with the error.
+    if (!errors[k].empty()) std::fill(m.begin(), m.end(), ~0u);
+    ++mask_stats_.rows;
+  }
+  mask_stats_.fill_seconds += seconds_since(t0);
+}
+
 std::vector<EngineOutput> LlmEngine::step() {
   const SchedulerOutput out = scheduler_.schedule();
   if (out.empty()) return {};
@@ -159,13 +229,40 @@ std::vector<EngineOutput> LlmEngine::step() {
   const StepPlan fb = build_step_plan(out, scheduler_.kv_cache().block_size());
   const int64_t vocab = executor_->vocab_size();
   std::vector<SamplerRow> rows;
+  std::vector<std::shared_ptr<TokenConstraint>> constraints;  // per row; null: none
   for (int32_t b : fb.logits_requests) {
     const Request& r = *out.requests[b].request;
-    rows.push_back({&r.params, r.prompt_token_ids, r.output_token_ids, r.eos_token_ids});
+    SamplerRow row{&r.params, r.prompt_token_ids, r.output_token_ids, r.eos_token_ids};
+    row.constrained = r.constraint != nullptr;
+    rows.push_back(row);
+    constraints.push_back(r.constraint);
   }
   // One sampling path: vt::sample where the logits are (on CUDA only ids and logprobs
   // cross to the host), with the uniforms the host Sampler would draw.
-  StepOutput step = executor_->execute(fb, sampler_.device_batch(rows, vocab));
+  StepSampling sampling{sampler_.device_batch(rows, vocab), {}};
+  std::vector<std::string> mask_errors(rows.size());
+  // However the step ends, the job (which writes sampling.batch and calls the
+  // constraints) is over before they go.
+  struct JoinMasks {
+    MaskWorker& worker;
+    ~JoinMasks() {
+      try {
+        worker.wait();
+      } catch (...) {  // the step is already failing
+      }
+    }
+  } join{mask_worker_};
+  if (std::any_of(constraints.begin(), constraints.end(), [](const auto& c) { return c; })) {
+    ++mask_stats_.steps;
+    mask_worker_.start([&] { fill_masks(sampling.batch, constraints, vocab, mask_errors); });
+    sampling.ready = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      mask_worker_.wait();
+      mask_stats_.wait_seconds += seconds_since(t0);
+    };
+  }
+  StepOutput step = executor_->execute(fb, sampling);
+  mask_worker_.wait();  // an executor that sampled nothing may not have called ready
   std::vector<SampleResult> samples = Sampler::results(step.samples, rows);
   VT_CHECK(step.prompt_logprobs.size() == fb.prompt_logprob_rows.size(),
            "engine: ", step.prompt_logprobs.size(), " prompt logprobs for ",
@@ -187,14 +284,41 @@ std::vector<EngineOutput> LlmEngine::step() {
   }
 
   std::vector<EngineOutput> results;
-  for (const RequestOutput& o : scheduler_.update_from_output(out, sampled)) {
+  for (RequestOutput& o : scheduler_.update_from_output(out, sampled)) {
     auto it = tracked_.find(o.id);
     VT_CHECK(it != tracked_.end(), "engine: output for untracked request '", o.id, "'");
-    std::vector<SampleResult> lps;
     const int k = sample_of[o.index];
+    // The eos or stop token that the scheduler ended it with has no text.
+    const bool drop_last = o.finished && o.finish_reason == FinishReason::kStop;
+    std::string error;
+    if (k >= 0 && constraints[size_t(k)] && !o.new_token_ids.empty()) {
+      TokenConstraint& c = *constraints[size_t(k)];
+      if (!mask_errors[size_t(k)].empty()) {
+        error = mask_errors[size_t(k)];
+        o.new_token_ids.clear();  // sampled without its mask: not part of the output
+      } else if (!c.accept(o.new_token_ids.back())) {
+        error = str_cat("the constraint rejected token ", o.new_token_ids.back());
+      } else if (!o.finished && c.terminated()) {
+        scheduler_.finish_request(o.id, RequestStatus::kFinishedStopped);
+        o.finished = true;
+        o.finish_reason = FinishReason::kStop;
+      }
+      if (!error.empty()) {
+        if (!o.finished) scheduler_.finish_request(o.id, RequestStatus::kFinishedError);
+        o.finished = true;
+        o.finish_reason = FinishReason::kError;
+        o.stop_token.reset();
+      }
+    }
+    std::vector<SampleResult> lps;
     if (k >= 0 && out.requests[o.index].request->params.logprobs && !o.new_token_ids.empty())
       lps.push_back(std::move(samples[k]));
-    EngineOutput e = make_output(o, it->second, std::move(lps));
+    EngineOutput e = make_output(o, it->second, std::move(lps), drop_last && error.empty());
+    if (!error.empty()) {  // over a stop string found in the same text
+      e.finish_reason = FinishReason::kError;
+      e.stop_string.clear();
+      e.error = std::move(error);
+    }
     Tracked& t = it->second;
     if (!t.prompt_logprobs_sent) {
       VT_CHECK(int64_t(t.prompt_logprobs.size()) == o.num_prompt_tokens, "engine: request '", o.id,

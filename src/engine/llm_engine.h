@@ -8,6 +8,13 @@
 // requests sharing the prompt (the prefix cache computes it once); child i
 // uses seed + i when a seed is given. Outputs carry the caller's id and the
 // child index. Not thread-safe: AsyncEngine runs it on one thread.
+//
+// Constrained requests (SamplingParams::constraint): each step's masks are filled on
+// a mask worker thread while the executor runs that step's forward pass (after the
+// previous step's tokens were accepted, so each mask sees every earlier token), and
+// are ready before sampling. After the step each sampled token goes to accept(); a
+// rejection, a mask with no allowed token or a throwing constraint ends the request
+// with kError (EngineOutput::error says why); terminated() ends it with kStop.
 #pragma once
 
 #include <chrono>
@@ -18,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/mask_worker.h"
 #include "engine/model_executor.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -48,10 +56,26 @@ struct EngineOutput {
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<int32_t> stop_token;
   std::string stop_string;
+  std::string error;  // with kError: what the request's TokenConstraint did
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;  // prefix-cache hit at admission
   // When the scheduler first admitted the request (for queue/prefill time metrics).
   std::optional<std::chrono::steady_clock::time_point> first_scheduled;
+};
+
+// `params` with bad_words_token_ids made from bad_words by `tokenizer` when it has words
+// and no ids (vLLM's SamplingParams.update_from_tokenizer: each word, left-stripped, is
+// encoded without special tokens as is and with a leading space; the spaced form is kept
+// when its first token differs and its length is the same). Throws when words need a
+// tokenizer and it is null.
+SamplingParams resolve_bad_words(SamplingParams params, const text::Tokenizer* tokenizer);
+
+// The CPU-side cost of constraint masks so far (for a bench line; not a gate).
+struct MaskStats {
+  int64_t rows = 0;         // masks filled
+  int64_t steps = 0;        // steps with at least one constrained row
+  double fill_seconds = 0;  // on the mask worker, in fill_bitmask and its checks
+  double wait_seconds = 0;  // the engine thread blocked on the worker before sampling
 };
 
 class LlmEngine {
@@ -66,6 +90,7 @@ class LlmEngine {
   // request passes its expanded prompt and `mm` (make_multimodal_prompt); it is refused
   // (naming why) when the executor cannot run vision items or `mm` does not fit the
   // prompt.
+  // params.constraint is called once per sample here (its errors refuse the request).
   void add_request(const std::string& id, std::vector<int32_t> prompt, const SamplingParams& params,
                    int priority = 0, std::shared_ptr<const MultimodalPrompt> mm = nullptr);
 
@@ -78,6 +103,7 @@ class LlmEngine {
   SchedulerStats stats() const { return scheduler_.stats(); }
   EncoderCacheStats encoder_cache_stats() const { return scheduler_.encoder_cache_stats(); }
   int64_t total_scheduled_tokens() const { return total_scheduled_tokens_; }
+  const MaskStats& mask_stats() const { return mask_stats_; }
 
  private:
   struct Tracked {
@@ -93,7 +119,13 @@ class LlmEngine {
     bool prompt_logprobs_sent = false;
   };
 
-  EngineOutput make_output(const RequestOutput& o, Tracked& t, std::vector<SampleResult> lps);
+  // drop_last: the last new token is the eos / stop token that ended it (no text).
+  EngineOutput make_output(const RequestOutput& o, Tracked& t, std::vector<SampleResult> lps,
+                           bool drop_last);
+  // The mask worker's job: each constrained row's mask into its batch row; a row whose
+  // constraint throws or allows nothing gets an all-allowed mask and its error.
+  void fill_masks(vt::SampleBatch& batch, std::span<const std::shared_ptr<TokenConstraint>> cs,
+                  int64_t vocab, std::vector<std::string>& errors);
 
   EngineConfig config_;
   std::unique_ptr<ModelExecutor> executor_;
@@ -103,6 +135,8 @@ class LlmEngine {
   std::unordered_map<std::string, Tracked> tracked_;               // by internal id
   std::unordered_map<std::string, std::vector<std::string>> children_;  // caller id -> internal ids
   int64_t total_scheduled_tokens_ = 0;
+  MaskStats mask_stats_;
+  MaskWorker mask_worker_;  // last member: joined first, while the rest is alive
 };
 
 }  // namespace vtllm::engine

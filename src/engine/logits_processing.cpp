@@ -60,6 +60,35 @@ void mask_tokens(std::span<float> logits, std::span<const int32_t> tokens) {
   }
 }
 
+void keep_only(std::span<float> logits, std::span<const int32_t> allowed) {
+  std::vector<char> keep(logits.size(), 0);
+  for (int32_t t : allowed) {
+    check_id(t, logits.size(), "allowed");
+    keep[size_t(t)] = 1;
+  }
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!keep[i]) logits[i] = kNegInf;
+}
+
+void apply_bitmask(std::span<float> logits, std::span<const uint32_t> words) {
+  VT_CHECK(words.size() * 32 >= logits.size(), "bitmask: ", words.size(), " words for ",
+           logits.size(), " tokens");
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!((words[i / 32] >> (i % 32)) & 1u)) logits[i] = kNegInf;
+}
+
+std::vector<int32_t> bad_word_tokens(std::span<const std::vector<int32_t>> words,
+                                     std::span<const int32_t> output) {
+  std::vector<int32_t> out;
+  for (const std::vector<int32_t>& w : words) {
+    if (w.empty() || w.size() > output.size() + 1) continue;
+    const size_t prefix = w.size() - 1;
+    if (std::equal(w.begin(), w.begin() + long(prefix), output.end() - long(prefix)))
+      out.push_back(w.back());
+  }
+  return out;
+}
+
 void apply_min_p(std::span<float> logits, float min_p) {
   if (min_p <= 0) return;
   // p_i >= min_p * p_max  <=>  l_i - l_max >= log(min_p): no softmax needed.

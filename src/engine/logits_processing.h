@@ -22,6 +22,19 @@ void apply_logit_bias(std::span<float> logits,
 // Sets the given tokens to -infinity (stop tokens while below min_tokens).
 void mask_tokens(std::span<float> logits, std::span<const int32_t> tokens);
 
+// Keeps only the given tokens (allowed_token_ids): every other token gets -infinity.
+void keep_only(std::span<float> logits, std::span<const int32_t> allowed);
+
+// Sets every token whose bit is clear in `words` (bit t % 32 of word t / 32, at least
+// ceil(V / 32) words) to -infinity.
+void apply_bitmask(std::span<float> logits, std::span<const uint32_t> words);
+
+// The tokens bad_words bans after `output` (vLLM's apply_bad_words): each word's last
+// token when the output ends with the word's other tokens; a one-token word always.
+// In word order, with repeats.
+std::vector<int32_t> bad_word_tokens(std::span<const std::vector<int32_t>> words,
+                                     std::span<const int32_t> output);
+
 // Keeps tokens whose probability is at least min_p times the largest one.
 void apply_min_p(std::span<float> logits, float min_p);
 

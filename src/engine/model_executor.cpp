@@ -50,23 +50,24 @@ std::vector<SampleResult> prompt_logprobs_from_logits(std::span<const float> log
   return out;
 }
 
-StepOutput HostLogitsExecutor::execute(const StepPlan& plan, const vt::SampleBatch& sampling) {
+StepOutput HostLogitsExecutor::execute(const StepPlan& plan, StepSampling& sampling) {
   VT_CHECK(plan.prompt_logprob_rows.empty(),
            "model executor: this executor computes no prompt logprobs (",
            plan.prompt_logprob_rows.size(), " rows asked)");
   std::vector<float> values = logits(plan);
+  if (sampling.ready) sampling.ready();
   const int64_t rows = int64_t(plan.logits_indices.size()), vocab = vocab_size();
   VT_CHECK(int64_t(values.size()) == rows * vocab, "model executor: ", values.size(),
            " logits for ", rows, " rows of ", vocab);
   if (rows == 0) {
-    VT_CHECK(sampling.rows.empty(), "model executor: ", sampling.rows.size(),
+    VT_CHECK(sampling.batch.rows.empty(), "model executor: ", sampling.batch.rows.size(),
              " rows to sample and no logits");
     return {empty_sample_output(), {}};
   }
   if (!stream_) stream_ = std::make_unique<vt::Stream>(vt::Device::cpu(), 1);
   const vt::Tensor t = vt::Tensor::from_blob(values.data(), {rows, vocab}, vt::DType::kF32,
                                              vt::Device::cpu(), nullptr);
-  return {vt::sample(*stream_, t, sampling), {}};
+  return {vt::sample(*stream_, t, sampling.batch), {}};
 }
 
 }  // namespace vtllm::engine

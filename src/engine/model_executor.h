@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -26,6 +27,15 @@ struct StepOutput {
   std::vector<SampleResult> prompt_logprobs;
 };
 
+// What a step samples with: the batch, and `ready`, which (when set) the executor calls
+// once after the step's forward pass is issued and before vt::sample reads the batch:
+// it waits for the rows' constraint masks (computed meanwhile on the engine's mask
+// worker, into batch.bitmask), so mask work overlaps the forward pass.
+struct StepSampling {
+  vt::SampleBatch batch;
+  std::function<void()> ready;
+};
+
 class ModelExecutor {
  public:
   virtual ~ModelExecutor() = default;
@@ -34,10 +44,10 @@ class ModelExecutor {
 
   // Runs one step: writes the KV (and GDN state) of every token of `plan` into the
   // cache, then samples the logits row of each plan.logits_indices entry with the
-  // matching row of `sampling` (vt::sample, where the logits are): only the tokens
-  // and logprobs come back. A plan without logits rows gives empty samples. The
-  // prompt logprobs of plan.prompt_logprob_rows come back too.
-  virtual StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) = 0;
+  // matching row of sampling.batch (vt::sample, where the logits are; sampling.ready
+  // first): only the tokens and logprobs come back. A plan without logits rows gives
+  // empty samples. The prompt logprobs of plan.prompt_logprob_rows come back too.
+  virtual StepOutput execute(const StepPlan& plan, StepSampling& sampling) = 0;
 
   // Multimodal requests (plans with encoder work and MRoPE positions): returns the
   // vision tower's merge size, or throws naming why this executor cannot run them (no
@@ -55,7 +65,7 @@ class HostLogitsExecutor : public ModelExecutor {
  public:
   // The logits of plan.logits_indices, after writing the step's cache entries.
   virtual std::vector<float> logits(const StepPlan& plan) = 0;
-  StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) final;
+  StepOutput execute(const StepPlan& plan, StepSampling& sampling) final;
 
  private:
   std::unique_ptr<vt::Stream> stream_;

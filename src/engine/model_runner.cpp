@@ -174,17 +174,19 @@ vt::Tensor ModelRunner::run(const StepPlan& plan, std::vector<SampleResult>* pro
   return logits;
 }
 
-StepOutput ModelRunner::execute(const StepPlan& plan, const vt::SampleBatch& sampling) {
+StepOutput ModelRunner::execute(const StepPlan& plan, StepSampling& sampling) {
   StepOutput out;
   const vt::Tensor logits = run(plan, &out.prompt_logprobs);
+  // On CUDA the forward pass is queued by now and runs while this waits for the masks.
+  if (sampling.ready) sampling.ready();
   if (!logits.defined()) {
     stream_->synchronize();  // the step's cache writes are done when execute returns
-    VT_CHECK(sampling.rows.empty(), "model runner: ", sampling.rows.size(),
+    VT_CHECK(sampling.batch.rows.empty(), "model runner: ", sampling.batch.rows.size(),
              " rows to sample and no logits");
     out.samples = empty_sample_output();
     return out;
   }
-  out.samples = vt::sample(*stream_, logits, sampling);  // waits for the stream
+  out.samples = vt::sample(*stream_, logits, sampling.batch);  // waits for the stream
   return out;
 }
 

@@ -62,7 +62,7 @@ class ModelRunner final : public ModelExecutor {
                                                      models::ModelOptions::from_env());
 
   int64_t vocab_size() const override;
-  StepOutput execute(const StepPlan& plan, const vt::SampleBatch& sampling) override;
+  StepOutput execute(const StepPlan& plan, StepSampling& sampling) override;
   // Throws without a vision tower (a text-only model, --language-model-only) and under
   // the unfused attention preamble (VTLLM_FUSE_ATTN_PREAMBLE=0 takes no MRoPE positions).
   int64_t check_multimodal() const override;

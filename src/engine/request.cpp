@@ -16,6 +16,7 @@ const char* to_string(RequestStatus s) {
     case RequestStatus::kFinishedStopped: return "finished_stopped";
     case RequestStatus::kFinishedLength: return "finished_length";
     case RequestStatus::kFinishedAborted: return "finished_aborted";
+    case RequestStatus::kFinishedError: return "finished_error";
   }
   return "unknown";
 }
@@ -26,13 +27,14 @@ const char* to_string(FinishReason r) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kLength: return "length";
     case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
   }
   return "unknown";
 }
 
 bool is_finished(RequestStatus s) {
   return s == RequestStatus::kFinishedStopped || s == RequestStatus::kFinishedLength ||
-         s == RequestStatus::kFinishedAborted;
+         s == RequestStatus::kFinishedAborted || s == RequestStatus::kFinishedError;
 }
 
 FinishReason finish_reason_of(RequestStatus s) {
@@ -40,6 +42,7 @@ FinishReason finish_reason_of(RequestStatus s) {
     case RequestStatus::kFinishedStopped: return FinishReason::kStop;
     case RequestStatus::kFinishedLength: return FinishReason::kLength;
     case RequestStatus::kFinishedAborted: return FinishReason::kAbort;
+    case RequestStatus::kFinishedError: return FinishReason::kError;
     default: return FinishReason::kNone;
   }
 }
@@ -100,6 +103,14 @@ void SamplingParams::validate(int64_t vocab_size) const {
       VT_THROW("sampling params: logit_bias for token ", id, " = ", bias, ", expected finite");
   }
   for (int32_t id : stop_token_ids) check_token("stop_token_ids", id, vocab_size);
+  if (allowed_token_ids) {
+    if (allowed_token_ids->empty()) VT_THROW("sampling params: allowed_token_ids is empty");
+    for (int32_t id : *allowed_token_ids) check_token("allowed_token_ids", id, vocab_size);
+  }
+  for (const std::vector<int32_t>& word : bad_words_token_ids) {
+    if (word.empty()) VT_THROW("sampling params: bad_words has a word of no tokens");
+    for (int32_t id : word) check_token("bad_words", id, vocab_size);
+  }
   for (const std::string& s : stop)
     if (s.empty()) VT_THROW("sampling params: stop contains an empty string");
 }

@@ -3,7 +3,8 @@
 // A Request is a plain record owned by the Scheduler. Its lifecycle:
 //   kWaiting -> kRunning -> (kPreempted -> kWaiting ... ->) finished
 // where finished is kFinishedStopped (eos, stop token or stop string),
-// kFinishedLength (max_tokens or max_model_len) or kFinishedAborted.
+// kFinishedLength (max_tokens or max_model_len), kFinishedAborted or kFinishedError
+// (its TokenConstraint rejected a token or gave no allowed token).
 // A preempted request loses its cache and recomputes prompt + output so far.
 #pragma once
 
@@ -16,13 +17,22 @@
 #include <vector>
 
 #include "engine/block_hash.h"
+#include "engine/token_constraint.h"
 #include "multimodal/prompt_expansion.h"
 
 namespace vtllm::engine {
 
-enum class RequestStatus { kWaiting, kRunning, kPreempted, kFinishedStopped, kFinishedLength, kFinishedAborted };
+enum class RequestStatus {
+  kWaiting,
+  kRunning,
+  kPreempted,
+  kFinishedStopped,
+  kFinishedLength,
+  kFinishedAborted,
+  kFinishedError
+};
 
-enum class FinishReason { kNone, kStop, kLength, kAbort };
+enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
 
 const char* to_string(RequestStatus s);
 const char* to_string(FinishReason r);
@@ -45,6 +55,16 @@ struct SamplingParams {
   int64_t min_tokens = 0;           // stop tokens are masked until this many outputs
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;
+  // vLLM's allowed_token_ids: only these ids may be sampled (set: non-empty, in vocab).
+  std::optional<std::vector<int32_t>> allowed_token_ids;
+  // vLLM's bad_words: a word's last token is masked whenever the output ends with the
+  // word's other tokens (a one-token word: always). The engines tokenize `bad_words`
+  // into bad_words_token_ids at add_request (resolve_bad_words) unless ids are given;
+  // each word of ids non-empty and in the vocabulary.
+  std::vector<std::string> bad_words;
+  std::vector<std::vector<int32_t>> bad_words_token_ids;
+  // Makes each sample's TokenConstraint (null: unconstrained). Not checked by validate().
+  ConstraintFactory constraint;
   std::vector<std::string> stop;    // stop strings, matched on detokenized output
   bool include_stop_str_in_output = false;
   std::optional<int> logprobs;      // top-N raw logprobs per output token
@@ -99,6 +119,8 @@ struct Request {
   std::vector<int32_t> eos_token_ids;  // from config / generation_config.json
   std::vector<ExtraKeySpan> extra_keys;
   std::optional<BlockHash> cache_salt;  // mixed into the first block's hash
+  // What it may generate next (made by params.constraint); null: unconstrained.
+  std::shared_ptr<TokenConstraint> constraint;
   // Vision items and MRoPE positions of the prompt; null for a text-only request. The
   // engine sets extra_keys from it (each item's hash over its span).
   std::shared_ptr<const MultimodalPrompt> mm;

@@ -27,11 +27,20 @@ void fill_logprobs(std::span<const float> logits, int32_t token, int n, SampleRe
   for (int i = 0; i < n; ++i) out.top_logprobs.push_back({ids[i], lp[ids[i]]});
 }
 
+// The row after step 0 (what raw logprobs see).
+std::vector<float> constrained_logits(std::span<const float> logits, const SamplerRow& row) {
+  std::vector<float> x(logits.begin(), logits.end());
+  if (!row.constraint_mask.empty()) apply_bitmask(x, row.constraint_mask);
+  return x;
+}
+
 }  // namespace
 
 std::vector<float> processed_logits(std::span<const float> logits, const SamplerRow& row) {
   const SamplingParams& p = *row.params;
-  std::vector<float> x(logits.begin(), logits.end());
+  std::vector<float> x = constrained_logits(logits, row);
+  if (p.allowed_token_ids) keep_only(x, *p.allowed_token_ids);
+  mask_tokens(x, bad_word_tokens(p.bad_words_token_ids, row.output_token_ids));
   if (static_cast<int64_t>(row.output_token_ids.size()) < p.min_tokens) {
     mask_tokens(x, p.stop_token_ids);
     if (!p.ignore_eos) mask_tokens(x, row.eos_token_ids);
@@ -68,7 +77,11 @@ SampleResult Sampler::sample_row(std::span<const float> logits, const SamplerRow
   const std::vector<float> x = processed_logits(logits, row);
   out.token = row.params->greedy() ? argmax(x) : sample_from_logits(x, next_uniform(row));
   if (row.params->logprobs) {
-    fill_logprobs(config_.logprobs_mode == LogprobsMode::kRaw ? logits : std::span<const float>(x),
+    const std::vector<float> raw = config_.logprobs_mode == LogprobsMode::kRaw
+                                       ? constrained_logits(logits, row)
+                                       : std::vector<float>();
+    fill_logprobs(config_.logprobs_mode == LogprobsMode::kRaw ? std::span<const float>(raw)
+                                                              : std::span<const float>(x),
                   out.token, *row.params->logprobs, out);
   }
   return out;
@@ -107,6 +120,30 @@ vt::SampleBatch Sampler::device_batch(std::span<const SamplerRow> rows, int64_t 
     rp.frequency = p.frequency_penalty;
     rp.presence = p.presence_penalty;
     rp.logprobs = p.logprobs ? *p.logprobs : -1;
+    const int64_t words = vt::mask_words(vocab_size);
+    const auto new_mask_row = [&]() {
+      const int32_t k = static_cast<int32_t>(b.bitmask.size() / static_cast<size_t>(words));
+      b.bitmask.resize(b.bitmask.size() + static_cast<size_t>(words), 0u);
+      return k;
+    };
+    if (row.constrained) {
+      VT_CHECK(row.constraint_mask.empty() || int64_t(row.constraint_mask.size()) == words,
+               "sampler: a constraint mask of ", row.constraint_mask.size(), " words, expected ",
+               words);
+      rp.logits_mask = new_mask_row();
+      std::copy(row.constraint_mask.begin(), row.constraint_mask.end(),
+                mask_row(b, rp.logits_mask, vocab_size).begin());
+    }
+    if (p.allowed_token_ids) {
+      rp.token_mask = new_mask_row();
+      const std::span<uint32_t> m = mask_row(b, rp.token_mask, vocab_size);
+      for (int32_t t : *p.allowed_token_ids) {
+        if (t < 0 || t >= vocab_size)
+          VT_THROW("sampler: allowed token id ", t, " is outside the vocabulary [0, ", vocab_size,
+                   ")");
+        m[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+      }
+    }
     if (!p.greedy()) rp.uniform = next_uniform(row);
     b.rows.push_back(rp);
 
@@ -148,6 +185,8 @@ vt::SampleBatch Sampler::device_batch(std::span<const SamplerRow> rows, int64_t 
       b.bias.push_back(bias);
       e.bias_end = static_cast<int32_t>(b.bias.size());
     }
+    for (int32_t t : bad_word_tokens(p.bad_words_token_ids, row.output_token_ids))
+      edit(t, "bad_words").masked = true;
     if (p.repetition_penalty != 1.0f)
       for (int32_t t : row.prompt_token_ids) edit(t, "penalized").in_prompt = true;
     if (p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f)
@@ -155,6 +194,13 @@ vt::SampleBatch Sampler::device_batch(std::span<const SamplerRow> rows, int64_t 
     b.edit_start.push_back(static_cast<int64_t>(b.edits.size()));
   }
   return b;
+}
+
+std::span<uint32_t> Sampler::mask_row(vt::SampleBatch& b, int32_t k, int64_t vocab_size) {
+  const size_t words = static_cast<size_t>(vt::mask_words(vocab_size));
+  VT_CHECK(k >= 0 && (static_cast<size_t>(k) + 1) * words <= b.bitmask.size(), "sampler: mask row ",
+           k, " of ", b.bitmask.size() / words);
+  return std::span<uint32_t>(b.bitmask).subspan(static_cast<size_t>(k) * words, words);
 }
 
 std::vector<SampleResult> Sampler::results(const vt::SampleOutput& out,

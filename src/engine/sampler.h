@@ -1,8 +1,12 @@
 // Sampler: turns one row of logits per request into a token, vLLM V1 style.
 //
 // Per row, in order (vllm/v1/sample/sampler.py):
+//   0. the request's constraint mask (SamplerRow::constraint_mask: vLLM's grammar
+//      bitmask, which the model runner applies to the logits before the sampler);
 //   1. raw logprobs, when the request asks for logprobs and the mode is kRaw;
-//   2. stop tokens masked while the request has fewer than min_tokens outputs;
+//   2. allowed_token_ids (every other token masked), bad_words (each word whose other
+//      tokens end the output: its last token masked), and stop tokens masked while the
+//      request has fewer than min_tokens outputs;
 //   3. logit_bias added;
 //   4. repetition (prompt + output), frequency and presence (output) penalties;
 //   5. greedy (temperature < 1e-5): argmax, lowest id on ties; otherwise
@@ -48,6 +52,12 @@ struct SamplerRow {
   std::span<const int32_t> prompt_token_ids;
   std::span<const int32_t> output_token_ids;  // its size is the request-local step
   std::span<const int32_t> eos_token_ids;     // masked with stop_token_ids below min_tokens
+  // A TokenConstraint's mask: vt::mask_words(V) words, bit set = allowed. sample()
+  // applies it when non-empty; device_batch() gives each `constrained` row a mask row
+  // (SampleRowParams::logits_mask), a copy of constraint_mask or zeros when it is empty,
+  // for the caller to fill (mask_row()) before vt::sample.
+  std::span<const uint32_t> constraint_mask = {};
+  bool constrained = false;
 };
 
 struct TokenLogprob {
@@ -79,8 +89,12 @@ class Sampler {
   // The rows as vt::sample's batch: parameters, the uniforms (advancing the engine
   // stream for unseeded non-greedy rows, in row order), and per row the tokens that
   // min_tokens masks, logit_bias shifts or the penalties touch (prompt and output
-  // counted once each). vocab_size bounds the token ids (checked).
+  // counted once each), bad_words' banned tokens as masked edits; allowed_token_ids as a
+  // token_mask row, constrained rows' masks as logits_mask rows. vocab_size bounds the
+  // token ids (checked).
   vt::SampleBatch device_batch(std::span<const SamplerRow> rows, int64_t vocab_size);
+  // The words of mask row k of b (mask_words(vocab_size) of them), to fill in place.
+  static std::span<uint32_t> mask_row(vt::SampleBatch& b, int32_t k, int64_t vocab_size);
   // vt::sample's output as SampleResults (logprobs filled where the row asked).
   static std::vector<SampleResult> results(const vt::SampleOutput& out,
                                            std::span<const SamplerRow> rows);
@@ -95,7 +109,7 @@ class Sampler {
   std::vector<int32_t> edit_of_;  // device_batch's token -> edit index, -1 when untouched
 };
 
-// The logits after steps 2-5 up to (not including) the draw, for inspection
+// The logits after steps 0 and 2-5 up to (not including) the draw, for inspection
 // and for the processed-logprobs mode. Greedy rows stop after step 4.
 std::vector<float> processed_logits(std::span<const float> logits, const SamplerRow& row);
 

@@ -1,13 +1,17 @@
 // The device sampling path (Sampler::device_batch + vt::sample + Sampler::results)
 // against the host Sampler: the CPU arm on every parameter combination (same tokens,
 // same logprobs), the engine stream advancing alike on both paths, and the CUDA arm
-// at Qwen's vocabulary (CudaDeviceSampler, skipped without a GPU).
+// at Qwen's vocabulary (CudaDeviceSampler, skipped without a GPU). Rows carry
+// constraint masks, allowed_token_ids and bad_words at random; MasksFollowVllm checks
+// their semantics (and what raw logprobs see) against a brute-force reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/llm_engine.h"
@@ -28,6 +32,7 @@ namespace {
 struct Case {
   SamplingParams params;
   std::vector<int32_t> prompt, output, eos;
+  std::vector<uint32_t> mask;  // a TokenConstraint's; empty: none
 };
 
 // Case number c enumerates temperature x top_k x top_p x min_p x penalties; the rest
@@ -61,12 +66,32 @@ Case make_case(int c, int vocab, std::mt19937& rng) {
   if (rng() % 2) p.seed = rng();
   const int lps[] = {-1, 0, 1, 5, 20};
   if (const int n = lps[rng() % 5]; n >= 0) p.logprobs = n;
+  // Masks: ~5/8 of the vocabulary allowed by a constraint, ~300 allowed_token_ids.
+  const int masks = int(rng() % 4);
+  if (masks & 1) {
+    k.mask.assign(size_t(vt::mask_words(vocab)), 0u);
+    for (uint32_t& w : k.mask) w = uint32_t(rng()) | (uint32_t(rng()) & uint32_t(rng()));
+  }
+  if (masks & 2) {
+    p.allowed_token_ids.emplace();
+    for (int i = 0; i < 300; ++i) p.allowed_token_ids->push_back(tok(rng));
+  }
+  if (rng() % 2) {  // one word always banned, one banned after this output, one not
+    p.bad_words_token_ids = {{tok(rng)},
+                             {k.output[k.output.size() - 2], k.output.back(), tok(rng)},
+                             {k.output.back() == 1 ? 2 : 1, tok(rng)}};
+  }
   return k;
 }
 
 std::vector<SamplerRow> rows_of(const std::vector<Case>& cases) {
   std::vector<SamplerRow> rows;
-  for (const Case& c : cases) rows.push_back({&c.params, c.prompt, c.output, c.eos});
+  for (const Case& c : cases) {
+    SamplerRow row{&c.params, c.prompt, c.output, c.eos};
+    row.constraint_mask = c.mask;
+    row.constrained = !c.mask.empty();
+    rows.push_back(row);
+  }
   return rows;
 }
 
@@ -194,6 +219,58 @@ TEST(DeviceSampler, BatchListsEachTokenOnceWithBiasInOrder) {
   EXPECT_TRUE(find(9).in_prompt);
   EXPECT_EQ(find(4).output_count, 1);
   EXPECT_FALSE(find(4).in_prompt);
+}
+
+// The masks by their definitions on a small vocabulary, both paths: a constraint mask
+// (odd ids), allowed_token_ids [1, 12], bad_words {3} and {9, 5} after an output ending
+// in 9. Greedy takes the best survivor; raw logprobs see the constraint only (vLLM
+// applies the grammar bitmask before its sampler, allowed_token_ids and bad_words in
+// it), processed logprobs see everything.
+TEST(DeviceSampler, MasksFollowVllm) {
+  vt::Stream s(vt::Device::cpu());
+  const int vocab = 40;
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 20; ++trial) {
+    Case c;
+    c.params.temperature = trial % 2 ? 0.0f : 0.7f;
+    c.params.logprobs = 3;
+    c.params.allowed_token_ids = std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    c.params.bad_words_token_ids = {{3}, {9, 5}, {4, 4, 7}};
+    c.prompt = {20, 21};
+    c.output = {4, 9};
+    c.mask.assign(2, 0xAAAAAAAAu);  // odd ids
+    const std::vector<float> logits = random_logits(rng, vocab, 2.0f);
+    std::vector<float> constrained = logits, processed;
+    for (int t = 0; t < vocab; ++t)
+      if (t % 2 == 0) constrained[size_t(t)] = -INFINITY;
+    processed = constrained;
+    for (int t = 0; t < vocab; ++t)
+      if (t < 1 || t > 12 || t == 3 || t == 5) processed[size_t(t)] = -INFINITY;
+    const std::vector<Case> cases = {c};
+    const std::vector<SamplerRow> rows = rows_of(cases);
+    for (LogprobsMode mode : {LogprobsMode::kRaw, LogprobsMode::kProcessed}) {
+      Sampler host({.seed = 4, .logprobs_mode = mode}), device({.seed = 4, .logprobs_mode = mode});
+      const SampleResult want = host.sample(logits, vocab, rows)[0];
+      const SampleResult got = Sampler::results(
+          vt::sample(s, tensor_of(logits, 1, vocab), device.device_batch(rows, vocab)), rows)[0];
+      const std::string at = "trial " + std::to_string(trial);
+      EXPECT_TRUE(want.token == 1 || want.token == 7 || want.token == 9 || want.token == 11) << at;
+      EXPECT_EQ(got.token, want.token) << at;
+      if (c.params.greedy()) {
+        const int32_t best =
+            int32_t(std::max_element(processed.begin(), processed.end()) - processed.begin());
+        EXPECT_EQ(want.token, best) << at;
+      }
+      // The reference's logprob of the token, in double over the row it should see.
+      const std::vector<float>& seen = mode == LogprobsMode::kRaw ? constrained : processed;
+      if (mode == LogprobsMode::kProcessed && !c.params.greedy()) continue;  // after temperature
+      double z = 0;
+      for (float v : seen) z += std::exp(double(v));
+      const double lp = double(seen[size_t(want.token)]) - std::log(z);
+      EXPECT_NEAR(want.logprob, lp, 1e-5) << at;
+      EXPECT_NEAR(got.logprob, lp, 1e-5) << at;
+    }
+  }
 }
 
 TEST(CudaDeviceSampler, MatchesSamplerAtQwenVocab) {

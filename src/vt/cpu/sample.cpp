@@ -3,7 +3,8 @@
 // arm's algorithm run sequentially (radix select on float keys, fixed-point masses
 // through vt::sampling, the closed-form tie count), so the engine's sort-based
 // Sampler checks that algorithm on the CPU (tests/engine/device_sampler_test.cpp);
-// logprobs in double as the engine's log_softmax.
+// logprobs in double as the engine's log_softmax. "raw" below is the row after its
+// logits_mask.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -26,6 +27,14 @@ struct RowOut {
   int64_t rank = 0;
   std::vector<std::pair<int32_t, float>> top;
 };
+
+// Step 0: -inf where the mask row (if any) has the token's bit clear.
+void apply_mask(std::vector<float>& x, const SampleBatch& b, int32_t mask) {
+  if (mask < 0) return;
+  const uint32_t* w = b.bitmask.data() + size_t(mask) * size_t(mask_words(int64_t(x.size())));
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!mask_allows(w, int64_t(i))) x[i] = kNegInf;
+}
 
 void apply_edits(std::vector<float>& x, const SampleBatch& b, size_t r) {
   const SampleRowParams& p = b.rows[r];
@@ -187,7 +196,9 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
       const SampleRowParams& p = b.rows[size_t(r)];
       RowOut& out = rows[size_t(r)];
       load_row(logits.row(r), logits.dtype, v, raw.data());
+      apply_mask(raw, b, p.logits_mask);
       x = raw;
+      apply_mask(x, b, p.token_mask);
       apply_edits(x, b, size_t(r));
       if (p.temperature < kGreedyTemperature) {
         out.token = int32_t(std::max_element(x.begin(), x.end()) - x.begin());

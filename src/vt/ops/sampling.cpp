@@ -38,6 +38,10 @@ void check_batch(const SampleBatch& b, int64_t rows, int64_t vocab) {
   VT_CHECK(int64_t(b.edit_start.size()) == rows + 1 && b.edit_start.front() == 0 &&
                b.edit_start.back() == int64_t(b.edits.size()),
            op, ": edit_start must have rows + 1 entries from 0 to ", b.edits.size());
+  const int64_t words = mask_words(vocab);
+  VT_CHECK(int64_t(b.bitmask.size()) % words == 0, op, ": bitmask has ", b.bitmask.size(),
+           " words, not a multiple of ", words, " (one mask row of a vocabulary of ", vocab, ")");
+  const int64_t mask_rows = int64_t(b.bitmask.size()) / words;
   std::vector<int32_t> ids;
   for (int64_t r = 0; r < rows; ++r) {
     const SampleRowParams& p = b.rows[size_t(r)];
@@ -53,6 +57,10 @@ void check_batch(const SampleBatch& b, int64_t rows, int64_t vocab) {
              ", expected [0, 1)");
     VT_CHECK(p.logprobs <= kMaxDeviceLogprobs, op, ": row ", r, " asks for ", p.logprobs,
              " logprobs, at most ", kMaxDeviceLogprobs);
+    VT_CHECK(p.logits_mask >= -1 && p.logits_mask < mask_rows && p.token_mask >= -1 &&
+                 p.token_mask < mask_rows,
+             op, ": row ", r, " mask rows ", p.logits_mask, ", ", p.token_mask, " outside [-1, ",
+             mask_rows, ")");
     const int64_t e0 = b.edit_start[size_t(r)], e1 = b.edit_start[size_t(r + 1)];
     VT_CHECK(e0 <= e1, op, ": edit_start decreases at row ", r);
     ids.clear();

@@ -8,6 +8,10 @@
 //
 // sample(s, logits, batch) -> SampleOutput: one token per logits row with vLLM V1's
 //   per-row pipeline (the engine's Sampler, engine/sampler.h, is the reference):
+//     0. the row's vocabulary masks (SampleRowParams::logits_mask, token_mask): -inf
+//        where the token's bit is 0. logits_mask is applied to the raw logits, so raw
+//        logprobs see it (vLLM's grammar bitmask, applied before its sampler);
+//        token_mask only to the row that is sampled (vLLM's allowed_token_ids);
 //     1. each touched token of the row (SampleBatch::edits): -inf if masked (stop
 //        tokens below min_tokens), + its logit_bias values in order, the repetition
 //        penalty (seen in prompt or output; positive / r, else * r; only when r != 1),
@@ -19,7 +23,7 @@
 //        the probability mass before it is < p), then the inverse-CDF draw over ids in
 //        ascending order at `uniform` (the first id whose cumulative mass exceeds
 //        uniform * total);
-//     3. rows with logprobs >= 0: log_softmax of the raw logits (or, with
+//     3. rows with logprobs >= 0: log_softmax of the raw logits after logits_mask (or, with
 //        processed_logprobs, of the row after step 2's filters; greedy rows: after step
 //        1) in double accumulation: the sampled token's logprob, its rank (tokens whose
 //        logprob is >= its own) and the top-N (logprob descending, lower id first).
@@ -30,7 +34,9 @@
 //   (or a top_p boundary) lies within float rounding (~1e-7 relative) of a CDF boundary.
 //   logits [R, V] in {f32, bf16, f16} on the stream's device, last dim stride 1,
 //   V < 2^23. The batch lives on the host and is validated here (sizes, token ids in
-//   [0, V), distinct within a row, parameter ranges); logprobs <= kMaxDeviceLogprobs.
+//   [0, V), distinct within a row, parameter ranges, mask indices); logprobs <=
+//   kMaxDeviceLogprobs. Masks cross to the device with the rest of the batch in one copy;
+//   a batch without masks copies none.
 //   The call waits for the stream (the result is on the host). Throws when a
 //   non-greedy row (or a row asking for logprobs) has every token masked.
 //   NaN logits: undefined.
@@ -60,7 +66,17 @@ struct SampleRowParams {
   float repetition = 1.0f, frequency = 0.0f, presence = 0.0f;
   double uniform = 0;    // [0, 1): the draw (unused by greedy rows)
   int32_t logprobs = -1; // < 0: none; else the top-N asked for (N may be 0)
+  // Mask rows of SampleBatch::bitmask (-1: none); see step 0. Rows may share one.
+  int32_t logits_mask = -1, token_mask = -1;
 };
+
+// Words of one vocabulary mask row: ceil(vocab / 32).
+inline constexpr int64_t mask_words(int64_t vocab) { return (vocab + 31) / 32; }
+
+// Whether token t is allowed by the mask row starting at `words`.
+inline bool mask_allows(const uint32_t* words, int64_t t) {
+  return (words[t >> 5] >> (t & 31)) & 1u;
+}
 
 // A token that step 1 touches in one row; each token at most once per row.
 struct SampleTokenEdit {
@@ -76,6 +92,9 @@ struct SampleBatch {
   std::vector<int64_t> edit_start;  // [rows + 1]: row r owns edits [edit_start[r], edit_start[r+1])
   std::vector<SampleTokenEdit> edits;
   std::vector<float> bias;
+  // Mask rows of mask_words(V) words each, row k at [k * W, (k + 1) * W): bit t % 32 of
+  // word t / 32 set = token t allowed; bits past V are ignored.
+  std::vector<uint32_t> bitmask;
   bool processed_logprobs = false;
 };
 

@@ -5,7 +5,8 @@
 // 1e-6): those are counted, reported and must be rare. Logprobs within 1e-4, ranks
 // and top-N ids equal. Also the other kernels of cuda/sampling/sampling.cu against the
 // CPU: argmax (every split of a row, ties across the splits, NaN, graph replay) and
-// embedding (every block shape). Skipped without a GPU.
+// embedding (every block shape). Vocabulary masks (MasksMatchCpuArm). Skipped without a
+// GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -148,6 +149,77 @@ TEST(CudaSample, MatchesCpuArmAtQwenVocab) {
   }
   std::printf("CudaSample: %d rows, %d within 1e-6 of a boundary\n", rows_checked, boundary_rows);
   EXPECT_LE(boundary_rows * 100, rows_checked);  // rare: at most 1%
+}
+
+// Vocabulary masks (step 0) on CUDA against the CPU arm: rows without masks, with a
+// dense logits_mask, a sparse token_mask (a few hundred ids, as allowed_token_ids), both,
+// and mask rows shared between rows; raw and processed logprobs. Tokens equal except
+// rows within 1e-6 of a boundary (as MatchesCpuArmAtQwenVocab); every token allowed.
+TEST(CudaSample, MasksMatchCpuArm) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t vocab = 151936, words = mask_words(vocab);
+  std::mt19937 rng(77);
+  int rows_checked = 0, differ = 0;
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    const int64_t batch = 48;
+    std::vector<RowSpec> specs;
+    for (int64_t r = 0; r < batch; ++r) specs.push_back(make_row(int(r * 5 + 1), vocab, rng));
+    // Mask rows: 0..3 dense (~5/8 allowed), 4..7 sparse (300 ids).
+    std::vector<uint32_t> bitmask(size_t(8 * words), 0u);
+    for (int k = 0; k < 8; ++k) {
+      uint32_t* m = bitmask.data() + k * words;
+      if (k < 4) {
+        for (int64_t w = 0; w < words; ++w)
+          m[w] = uint32_t(rng()) | (uint32_t(rng()) & uint32_t(rng()));
+      } else {
+        for (int i = 0; i < 300; ++i) {
+          const int64_t t = int64_t(rng() % uint32_t(vocab));
+          m[t / 32] |= 1u << (t % 32);
+        }
+      }
+    }
+    for (int64_t r = 0; r < batch; ++r) {
+      SampleRowParams& p = specs[size_t(r)].p;
+      if (r % 4 == 1 || r % 4 == 3) p.logits_mask = int32_t(r % 4);  // shared by several rows
+      if (r % 4 >= 2) p.token_mask = int32_t(4 + r % 4);
+    }
+    Tensor logits = randn({batch, vocab}, dt, 2.5, rng());
+    const Tensor up = s.up(logits);
+    for (bool processed : {false, true}) {
+      SampleBatch b = batch_of(specs, processed);
+      b.bitmask = bitmask;
+      const SampleOutput want = sample(s.cpu, logits, b);
+      const SampleOutput got = sample(s.gpu, up, b);
+      ASSERT_EQ(got.top_start, want.top_start);
+      for (int64_t r = 0; r < batch; ++r) {
+        ++rows_checked;
+        const SampleRowParams& p = specs[size_t(r)].p;
+        const std::string at = std::string(dtype_name(dt)) + " row " + std::to_string(r) +
+                               " processed " + std::to_string(processed);
+        for (int32_t k : {p.logits_mask, p.token_mask})
+          if (k >= 0) {
+            EXPECT_TRUE(mask_allows(bitmask.data() + k * words, got.token[size_t(r)])) << at;
+          }
+        if (got.token[size_t(r)] != want.token[size_t(r)]) {
+          ++differ;
+          EXPECT_GT(p.temperature, 0.0f) << at << ": greedy rows must agree";
+          continue;
+        }
+        if (p.logprobs < 0) continue;
+        EXPECT_NEAR(got.logprob[size_t(r)], want.logprob[size_t(r)], 1e-4) << at;
+        EXPECT_EQ(got.rank[size_t(r)], want.rank[size_t(r)]) << at;
+        for (int64_t i = want.top_start[size_t(r)]; i < want.top_start[size_t(r + 1)]; ++i) {
+          const float w = want.top_logprob[size_t(i)], g = got.top_logprob[size_t(i)];
+          EXPECT_TRUE(w == g || std::abs(w - g) <= 1e-4) << at << " top " << i;
+          EXPECT_EQ(got.top_token[size_t(i)], want.top_token[size_t(i)]) << at << " top " << i;
+        }
+      }
+    }
+  }
+  std::printf("CudaSample masks: %d rows, %d tokens differ (boundary draws)\n", rows_checked,
+              differ);
+  EXPECT_LE(differ * 50, rows_checked);  // at most 2%
 }
 
 TEST(CudaSample, GreedyEqualsArgmaxAndMaskedRowsThrow) {

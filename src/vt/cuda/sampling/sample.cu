@@ -1,5 +1,6 @@
 // vt::sample on CUDA: one CTA of 512 threads per logits row (block_select.cuh).
-//   1. the row is widened into an f32 work row and its edits applied (a thread per
+//   1. the row is widened into an f32 work row with its mask rows applied (raw
+//      logprobs reread the logits through logits_mask), and its edits applied (a thread per
 //      touched token; tokens are distinct within a row, so no two threads collide);
 //   2. greedy: block argmax; otherwise x / T in place and the row max m, then the
 //      filters as a predicate over the work row (Filter), each found without a sort:
@@ -40,9 +41,20 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
   std::vector<RowDev> dev_rows(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
     const SampleRowParams& p = b.rows[size_t(r)];
-    dev_rows[size_t(r)] = {p.temperature, p.log_min_p, p.top_p, p.repetition, p.frequency,
-                           p.presence, p.top_k, p.logprobs, p.uniform, b.edit_start[size_t(r)],
-                           b.edit_start[size_t(r + 1)], o.top_start.back()};
+    dev_rows[size_t(r)] = {p.temperature,
+                           p.log_min_p,
+                           p.top_p,
+                           p.repetition,
+                           p.frequency,
+                           p.presence,
+                           p.top_k,
+                           p.logprobs,
+                           p.logits_mask,
+                           p.token_mask,
+                           p.uniform,
+                           b.edit_start[size_t(r)],
+                           b.edit_start[size_t(r + 1)],
+                           o.top_start.back()};
     o.top_start.push_back(o.top_start.back() + (p.logprobs >= 0 ? std::min<int64_t>(p.logprobs, vocab) : 0));
   }
   if (rows == 0) return o;
@@ -50,10 +62,11 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
   StreamState& st = s.cuda_state();
   set_device(st);
 
-  // Plain greedy steps (no edits, no logprobs) need one pass: the argmax kernel.
+  // Plain greedy steps (no edits, masks or logprobs) need one pass: the argmax kernel.
   const bool plain_greedy =
       b.edits.empty() && std::all_of(b.rows.begin(), b.rows.end(), [](const SampleRowParams& p) {
-        return p.temperature < kGreedyTemperature && p.logprobs < 0;
+        return p.temperature < kGreedyTemperature && p.logprobs < 0 && p.logits_mask < 0 &&
+               p.token_mask < 0;
       });
   if (plain_greedy) {
     const Tensor ids = Tensor::empty({rows}, DType::kI32, s.device());
@@ -67,16 +80,19 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
     return o;
   }
 
-  // One upload: row params, edits, bias values.
+  // One upload: row params, edits, bias values, mask rows.
   const size_t rows_at = 0, edits_at = align_up(rows_at + dev_rows.size() * sizeof(RowDev)),
                bias_at = align_up(edits_at + b.edits.size() * sizeof(SampleTokenEdit)),
-               upload_bytes = align_up(bias_at + b.bias.size() * sizeof(float));
+               mask_at = align_up(bias_at + b.bias.size() * sizeof(float)),
+               upload_bytes = align_up(mask_at + b.bitmask.size() * sizeof(uint32_t));
   std::vector<unsigned char> packed(upload_bytes);
   std::memcpy(packed.data() + rows_at, dev_rows.data(), dev_rows.size() * sizeof(RowDev));
   if (!b.edits.empty())
     std::memcpy(packed.data() + edits_at, b.edits.data(), b.edits.size() * sizeof(SampleTokenEdit));
   if (!b.bias.empty())
     std::memcpy(packed.data() + bias_at, b.bias.data(), b.bias.size() * sizeof(float));
+  if (!b.bitmask.empty())
+    std::memcpy(packed.data() + mask_at, b.bitmask.data(), b.bitmask.size() * sizeof(uint32_t));
 
   const unsigned char* up = upload_indices(st, packed);
   // Work: the f32 rows, then the results (copied back in one piece).
@@ -91,6 +107,8 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
          reinterpret_cast<const RowDev*>(up + rows_at),
          reinterpret_cast<const SampleTokenEdit*>(up + edits_at),
          reinterpret_cast<const float*>(up + bias_at),
+         reinterpret_cast<const uint32_t*>(up + mask_at),
+         mask_words(vocab),
          b.processed_logprobs,
          reinterpret_cast<OutRow*>(work + out_at),
          reinterpret_cast<int32_t*>(work + id_at),

@@ -22,6 +22,7 @@ using vt::sampling::order_key;
 struct RowDev {
   float temperature, log_min_p, top_p, repetition, frequency, presence;
   int32_t top_k, logprobs;
+  int32_t logits_mask, token_mask;  // SampleBatch::bitmask rows; -1: none
   double uniform;
   int64_t edit_begin, edit_end, top_offset;
 };
@@ -47,6 +48,8 @@ struct Args {
   const RowDev* rows;
   const SampleTokenEdit* edits;
   const float* bias;
+  const uint32_t* bitmask;  // mask rows of mask_words words
+  int64_t mask_words;
   bool processed;
   OutRow* out;
   int32_t* top_id;
@@ -64,6 +67,16 @@ struct Filter {
     return v;
   }
 };
+
+// The mask row `k` of a.bitmask, or null for k < 0.
+__device__ const uint32_t* mask_row(const Args& a, int32_t k) {
+  return k < 0 ? nullptr : a.bitmask + int64_t(k) * a.mask_words;
+}
+
+// v, or -inf when `mask` is set and has token i's bit clear (step 0).
+__device__ float masked(const uint32_t* mask, int64_t i, float v) {
+  return mask && !((__ldg(mask + (i >> 5)) >> (i & 31)) & 1u) ? -INFINITY : v;
+}
 
 __device__ float edited(float v, const SampleTokenEdit& e, const RowDev& p, const float* bias) {
   if (e.masked) v = -INFINITY;
@@ -207,8 +220,12 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(Args a) {
   const DType ldt = a.logits.dtype;
   float* x = a.work + r * n;
   const auto load_x = [&](int64_t i) { return x[i]; };
-  for_strided(threadIdx.x, n, kThreads, [&](int64_t i) { return load_f32(src, ldt, i); },
-              [&](float v, int64_t i) { x[i] = v; });
+  const uint32_t* lmask = mask_row(a, p.logits_mask);
+  const uint32_t* tmask = mask_row(a, p.token_mask);
+  // The raw row (what raw logprobs see): the logits after logits_mask.
+  const auto load_raw = [&](int64_t i) { return masked(lmask, i, load_f32(src, ldt, i)); };
+  for_strided(threadIdx.x, n, kThreads, load_raw,
+              [&](float v, int64_t i) { x[i] = masked(tmask, i, v); });
   __syncthreads();
   for (int64_t e = p.edit_begin + threadIdx.x; e < p.edit_end; e += kThreads) {
     const SampleTokenEdit& ed = a.edits[e];
@@ -256,8 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(Args a) {
   if (p.logprobs >= 0 && out.error == 0) {
     const int64_t token = out.token;
     if (!a.processed)
-      fill_logprobs(sh, top, a, p, n, token, [&](int64_t i) { return load_f32(src, ldt, i); },
-                    out);
+      fill_logprobs(sh, top, a, p, n, token, load_raw, out);
     else if (greedy)
       fill_logprobs(sh, top, a, p, n, token, load_x, out);
     else
