@@ -303,6 +303,7 @@ int cmd_serve(int argc, char** argv) {
   sc.tool_call_parser = tool_parser;
   sc.enable_auto_tool_choice = auto_tools;
   sc.reasoning_parser = reasoning_parser;
+  sc.eos_token_ids = ec.eos_token_ids;
   sc.sampling_defaults = server::SamplingDefaults::from_generation_config(setup.generation_config);
   if (!sc.sampling_defaults.empty())
     std::fprintf(stderr,

@@ -162,46 +162,43 @@ int64_t OpenAiService::resolve_max_tokens(bool chat, const std::optional<int64_t
 
 StructuredCompiler& OpenAiService::structured_compiler() {
   std::call_once(compiler_once_, [this] {
-    compiler_ = std::make_unique<StructuredCompiler>(tokenizer_, 0, std::vector<int32_t>{});
+    compiler_ = std::make_unique<StructuredCompiler>(tokenizer_, 0, config_.eos_token_ids);
   });
   return *compiler_;
 }
 
-void OpenAiService::check_capabilities(const GenerationRequest& gen,
-                                       const ChatCompletionRequest* chat) {
-  if (chat && chat->tool_choice == ToolChoice::kAuto &&
+void OpenAiService::check_capabilities(const ChatCompletionRequest* chat) const {
+  if (!chat) return;
+  if (chat->tool_choice == ToolChoice::kAuto &&
       !(config_.enable_auto_tool_choice && config_.tool_call_parser)) {
     throw ApiError::bad_request(
         "tool_choice",
         "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
   }
-  // Forcing a call (required, named) and every structured-output field need the
-  // compiled grammar applied at each step through the engine's token-constraint hook,
-  // which this build does not have: the grammar is compiled (its errors are the
-  // client's) and the request refused.
-  const char* hook_missing = "structured outputs: grammar engine not built";
-  if (chat &&
-      (chat->tool_choice == ToolChoice::kRequired || chat->tool_choice == ToolChoice::kNamed)) {
-    const char* what = chat->tool_choice == ToolChoice::kRequired ? "'required'" : "a named tool";
-    if (!config_.tool_call_parser) {
-      throw ApiError::bad_request(
-          "tool_choice",
-          str_cat("'tool_choice' = ", what, " needs --tool-call-parser (the calls' format)"));
-    }
-    structured_compiler().compile_tool_call(chat->tools, chat->tool_choice_name,
-                                            chat->parallel_tool_calls, *config_.tool_call_parser);
+  if ((chat->tool_choice == ToolChoice::kRequired || chat->tool_choice == ToolChoice::kNamed) &&
+      !config_.tool_call_parser) {
     throw ApiError::bad_request(
         "tool_choice",
-        str_cat(hook_missing, " ('tool_choice' = ", what, " needs a constrained call)"),
-        "unsupported");
+        str_cat("'tool_choice' = ",
+                chat->tool_choice == ToolChoice::kRequired ? "'required'" : "a named tool",
+                " needs --tool-call-parser (the format of the forced call)"));
   }
-  if (gen.structured) {
-    structured_compiler().compile(*gen.structured);
-    throw ApiError::bad_request(
-        gen.structured->param,
-        str_cat(hook_missing, " ('", gen.structured->param, "' needs a constrained decode)"),
-        "unsupported");
+}
+
+engine::ConstraintFactory OpenAiService::constraint_for(const GenerationRequest& gen,
+                                                        const ChatCompletionRequest* chat) {
+  // A forced call (required: one or, with parallel_tool_calls, more; named: exactly
+  // one) is a grammar in the model's call format; vLLM forces JSON instead.
+  if (chat &&
+      (chat->tool_choice == ToolChoice::kRequired || chat->tool_choice == ToolChoice::kNamed)) {
+    return StructuredCompiler::factory(structured_compiler().compile_tool_call(
+        chat->tools, chat->tool_choice_name,
+        chat->tool_choice == ToolChoice::kRequired && chat->parallel_tool_calls,
+        *config_.tool_call_parser));
   }
+  if (gen.structured)
+    return StructuredCompiler::factory(structured_compiler().compile(*gen.structured));
+  return {};
 }
 
 std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r,
@@ -273,7 +270,8 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
       gen = comp->gen;
     }
     admit(gen.model);
-    check_capabilities(gen, chat ? &*chat_req : nullptr);
+    check_capabilities(chat ? &*chat_req : nullptr);
+    engine::ConstraintFactory constraint = constraint_for(gen, chat ? &*chat_req : nullptr);
     // Count this request before the costly tokenization, so overload is seen early.
     in_flight_->fetch_add(1);
     std::shared_ptr<void> guard(nullptr, [c = in_flight_](void*) { c->fetch_sub(1); });
@@ -305,10 +303,12 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
         spec.mm.push_back(std::move(mp.mm));
       }
       // The reasoning split runs unless the prompt already closed the reasoning
-      // (enable_thinking false); tool calls are parsed under tool_choice "auto".
-      if (config_.reasoning_parser && !prompt_ends_reasoning(prompt_text))
+      // (enable_thinking false) or a structured output constrains the text from its
+      // first token (it is all content; vLLM instead starts the grammar after the
+      // reasoning). Tool calls are parsed unless tool_choice is "none".
+      if (config_.reasoning_parser && !prompt_ends_reasoning(prompt_text) && !gen.structured)
         spec.output.reasoning = config_.reasoning_parser;
-      if (chat_req->tool_choice == ToolChoice::kAuto) {
+      if (chat_req->tool_choice != ToolChoice::kNone) {
         spec.output.tool_calls = config_.tool_call_parser;
         spec.output.tools = chat_req->tools;
       }
@@ -342,6 +342,7 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
     // echo with max_tokens 0: vLLM samples one token and returns the prompt only.
     spec.echo_only = comp && comp->echo_only;
     spec.params = to_sampling_params(gen, spec.echo_only ? 1 : max_tokens);
+    spec.params.constraint = std::move(constraint);
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx",
                   static_cast<unsigned long long>(next_id_.fetch_add(1)));

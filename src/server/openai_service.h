@@ -42,6 +42,9 @@ struct ServiceConfig {
   std::optional<ToolCallFormat> tool_call_parser;
   bool enable_auto_tool_choice = false;
   std::optional<ReasoningFormat> reasoning_parser;
+  // The ids that end a generation (the engine's EOS), allowed by a grammar where it
+  // may end; empty: the tokenizer's EOS.
+  std::vector<int32_t> eos_token_ids;
 };
 
 struct HttpReply {
@@ -100,10 +103,12 @@ class OpenAiService {
   // The prompt's ids; `text`, when given, receives the rendered prompt.
   std::vector<int32_t> render_chat(const ChatCompletionRequest& r,
                                    std::string* text = nullptr) const;
-  // 400 for what this request asks that the server cannot do (tool_choice "auto"
-  // without the flags, a constraint without a grammar engine).
-  // Constraints are compiled first, so a bad schema is a 400 naming what is wrong.
-  void check_capabilities(const GenerationRequest& gen, const ChatCompletionRequest* chat);
+  // 400 for tool_choice "auto" without the flags, or a forced call without a parser.
+  void check_capabilities(const ChatCompletionRequest* chat) const;
+  // The request's constraint (structured outputs, a forced tool call) compiled to a
+  // per-sample factory; empty when unconstrained. A bad schema is a 400 naming it.
+  engine::ConstraintFactory constraint_for(const GenerationRequest& gen,
+                                           const ChatCompletionRequest* chat);
   // Built on the first constrained request (the vocabulary's byte trie).
   StructuredCompiler& structured_compiler();
 

@@ -92,6 +92,13 @@ std::shared_ptr<const structured::CompiledGrammar> StructuredCompiler::compile_t
                 [&] { return structured::parse_gbnf(structured::tool_call_gbnf(specs, o)); });
 }
 
+engine::ConstraintFactory StructuredCompiler::factory(
+    std::shared_ptr<const structured::CompiledGrammar> grammar) {
+  return [g = std::move(grammar)]() -> std::shared_ptr<engine::TokenConstraint> {
+    return std::make_shared<GrammarConstraint>(g);
+  };
+}
+
 void GrammarConstraint::fill_bitmask(std::span<uint32_t> words) {
   const size_t n = matcher_.compiled().vocab().mask_words();
   VT_CHECK(words.size() >= n, "grammar constraint: a mask of ", words.size(),

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/token_constraint.h"
 #include "server/protocol.h"
 #include "server/tool_parser.h"
 #include "structured/matcher.h"
@@ -43,6 +44,10 @@ class StructuredCompiler {
 
   const structured::TokenVocab& vocab() const { return vocab_; }
 
+  // A factory making one GrammarConstraint per sample over `grammar`.
+  static engine::ConstraintFactory factory(
+      std::shared_ptr<const structured::CompiledGrammar> grammar);
+
  private:
   std::shared_ptr<const structured::CompiledGrammar> cached(
       const std::string& key, const std::string& param,
@@ -53,19 +58,19 @@ class StructuredCompiler {
   std::unordered_map<std::string, std::shared_ptr<const structured::CompiledGrammar>> cache_;
 };
 
-// One sample's position in a compiled grammar, with engine::TokenConstraint's three
-// calls. Not thread-safe (the engine calls one request's constraint in turn).
-class GrammarConstraint {
+// One sample's position in a compiled grammar, as the engine's TokenConstraint. Not
+// thread-safe (the engine calls one request's constraint in turn).
+class GrammarConstraint : public engine::TokenConstraint {
  public:
   explicit GrammarConstraint(std::shared_ptr<const structured::CompiledGrammar> grammar)
       : matcher_(std::move(grammar)) {}
   // Bit t % 32 of word t / 32 set = token t allowed; words past the vocabulary's are 0.
   // `words` must cover the compiled vocabulary (vtllm::Error otherwise).
-  void fill_bitmask(std::span<uint32_t> words);
+  void fill_bitmask(std::span<uint32_t> words) override;
   // Advances over `token`; false (and no change) when the grammar forbids it.
-  bool accept(int32_t token) { return matcher_.accept_token(token); }
+  bool accept(int32_t token) override { return matcher_.accept_token(token); }
   // True once a stop token was accepted.
-  bool terminated() const { return matcher_.is_terminated(); }
+  bool terminated() const override { return matcher_.is_terminated(); }
 
  private:
   structured::Matcher matcher_;

@@ -159,6 +159,7 @@ class TestServer {
     sc.tool_call_parser = o.tool_call_parser;
     sc.enable_auto_tool_choice = o.enable_auto_tool_choice;
     sc.reasoning_parser = o.reasoning_parser;
+    sc.eos_token_ids = {4098};
     service_ = std::make_unique<OpenAiService>(
         sc, *engine_, tokenizer_,
         [this](const std::string& req) { return chat_template_.render_request(req); });

@@ -6,11 +6,13 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "expect_api_error.h"
 #include "server/protocol.h"
+#include "structured/json_schema_validate.h"
 #include "test_server.h"
 
 namespace vtllm::server {
@@ -228,23 +230,70 @@ TEST(ToolsHttp, AutoToolChoiceNeedsTheFlags) {
   EXPECT_FALSE(ok["choices"][0]["message"].contains("tool_calls"));
 }
 
-TEST(ToolsHttp, ConstraintsAreRefusedWithoutAGrammarEngine) {
+// The fake model's greedy choice is masked by each constraint: what comes back must
+// satisfy it (checked by the schema validator, std::regex, the choice list, the tool
+// parser), whole and streamed.
+TEST(ToolsHttp, ConstrainedRepliesSatisfyTheirConstraint) {
   TestServer s(parsers());
-  const std::pair<json, const char*> cases[] = {
-      {chat_body({{"response_format", {{"type", "json_object"}}}}), "response_format"},
-      {chat_body({{"structured_outputs", {{"regex", "a+"}}}}), "structured_outputs.regex"},
-      {chat_body({{"tools", {weather_tool()}}, {"tool_choice", "required"}}), "tool_choice"},
+  const nlohmann::json schema = nlohmann::json::parse(R"({"type": "object",
+      "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9},
+                     "e": {"enum": ["x", "y"]}},
+      "required": ["n", "e"], "additionalProperties": false})");
+  auto text_of = [&](const json& body) {
+    const json r = post(s, "/v1/chat/completions", body);
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << r.dump();
+    return r["choices"][0]["message"]["content"].get<std::string>();
   };
-  for (const auto& [body, param] : cases) {
-    const json e = post(s, "/v1/chat/completions", body, 400);
-    EXPECT_EQ(e["error"]["param"], param);
-    EXPECT_NE(e["error"]["message"].get<std::string>().find("grammar engine not built"),
-              std::string::npos);
+  const json rf = {{"type", "json_schema"},
+                   {"json_schema", {{"name", "s"}, {"schema", json::parse(schema.dump())}}}};
+  for (const json& body :
+       {chat_body({{"response_format", rf}}),
+        chat_body({{"structured_outputs", {{"json", json::parse(schema.dump())}}}}),
+        chat_body({{"guided_json", schema.dump()}})}) {
+    const std::string out = text_of(body);
+    const nlohmann::json v = nlohmann::json::parse(out, nullptr, false);
+    ASSERT_FALSE(v.is_discarded()) << out;
+    EXPECT_FALSE(structured::validate_json_schema(v, schema)) << out;
   }
-  const json e =
-      post(s, "/v1/completions", json({{"prompt", "x"}, {"guided_choice", {"a", "b"}}}), 400);
-  EXPECT_EQ(e["error"]["param"], "guided_choice");
-  // The grammar is compiled first: an unsupported schema is a 400 naming the keyword.
+  const std::string re =
+      text_of(chat_body({{"structured_outputs", {{"regex", "[ab]{1,3}c[0-9]"}}}}));
+  EXPECT_TRUE(std::regex_match(re, std::regex("[ab]{1,3}c[0-9]"))) << re;
+  const std::string ch = text_of(chat_body({{"guided_choice", {"yes", "no", "maybe"}}}));
+  EXPECT_TRUE(ch == "yes" || ch == "no" || ch == "maybe") << ch;
+  // Completions too.
+  const json c = post(s, "/v1/completions",
+                      json({{"prompt", "x"},
+                            {"max_tokens", 20},
+                            {"temperature", 0},
+                            {"guided_choice", {"alpha", "beta"}}}));
+  const std::string ct = c["choices"][0]["text"];
+  EXPECT_TRUE(ct == "alpha" || ct == "beta") << ct;
+
+  // A named tool_choice forces a call of that tool with valid arguments.
+  const json tool = {{"type", "function"},
+                     {"function",
+                      {{"name", "set_mode"},
+                       {"parameters",
+                        {{"type", "object"},
+                         {"properties",
+                          {{"mode", {{"enum", {"fast", "slow"}}}},
+                           {"level", {{"type", "integer"}, {"minimum", 1}, {"maximum", 5}}}}},
+                         {"required", {"mode", "level"}}}}}}};
+  const json named =
+      chat_body({{"tools", {tool, weather_tool()}},
+                 {"tool_choice", {{"type", "function"}, {"function", {{"name", "set_mode"}}}}}});
+  const json r = post(s, "/v1/chat/completions", named);
+  const json& m = r["choices"][0]["message"];
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << r.dump();
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "set_mode");
+  const nlohmann::json args =
+      nlohmann::json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_FALSE(structured::validate_json_schema(
+      args, nlohmann::json::parse(tool["function"]["parameters"].dump())))
+      << args.dump();
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+
+  // An unsupported schema is a 400 naming the field and the keyword.
   const json bad = post(
       s, "/v1/chat/completions",
       chat_body({{"structured_outputs", {{"json", {{"type", "integer"}, {"multipleOf", 2}}}}}}),
