@@ -1,9 +1,10 @@
 // tools, tool_choice, the reasoning split and structured-output fields through the real
 // `openai` npm client, against `vtllm serve` with --tool-call-parser qwen3_coder
 // --enable-auto-tool-choice --reasoning-parser qwen3 on the random-weight tiny model.
-// Its output is not a trained model's, so this checks the API's shape and that a
-// streamed reply reassembles to the whole reply (temperature 0: the same text), and
-// that constraints the server cannot apply are a 400 naming the field.
+// Its output is not a trained model's, so this checks the API's shape, that a
+// streamed reply reassembles to the whole reply (temperature 0: the same text), that
+// constrained replies (json_schema, a named tool) satisfy their constraint, and that
+// bad fields are a 400 naming them.
 // Run by run.sh (VTLLM_URL, VTLLM_KEY). Exits 1 on any failure.
 'use strict';
 const OpenAI = require('openai');
@@ -114,13 +115,43 @@ async function main() {
           typeof off.choices[0].message.content === 'string',
       'enable_thinking false: all content, no reasoning');
 
-  await expect400(
-      'json_schema', {
-        response_format:
-            {type: 'json_schema', json_schema: {name: 'w', schema: {type: 'object'}, strict: true}}
-      },
-      'response_format.json_schema.schema');
-  await expect400('tool_choice required', {tools, tool_choice: 'required'}, 'tool_choice');
+  // Constrained: the random-weight model's output must satisfy the constraint.
+  const schema = {
+    type: 'object',
+    properties: {n: {type: 'integer', minimum: 0, maximum: 9}, e: {enum: ['x', 'y']}},
+    required: ['n', 'e'],
+    additionalProperties: false
+  };
+  const js = await client.chat.completions.create({
+    model: 'tiny', messages, max_tokens: 40, temperature: 0,
+    response_format: {type: 'json_schema', json_schema: {name: 'w', schema, strict: true}}
+  });
+  let obj = null;
+  try { obj = JSON.parse(js.choices[0].message.content); } catch { /* checked below */ }
+  check(obj && Number.isInteger(obj.n) && obj.n >= 0 && obj.n <= 9 && ['x', 'y'].includes(obj.e) &&
+      Object.keys(obj).length === 2,
+      `json_schema output validates (${js.choices[0].message.content})`);
+  const modeTool = {
+    type: 'function',
+    function: {
+      name: 'set_mode',
+      parameters: {type: 'object', properties: {mode: {enum: ['fast', 'slow']}}, required: ['mode']}
+    }
+  };
+  const forced = await client.chat.completions.create({
+    model: 'tiny', messages, max_tokens: 200, temperature: 0, tools: [modeTool, ...tools],
+    tool_choice: {type: 'function', function: {name: 'set_mode'}}
+  });
+  const fc = forced.choices[0].message.tool_calls ?? [];
+  let fargs = null;
+  try { fargs = JSON.parse(fc[0].function.arguments); } catch { /* checked below */ }
+  check(fc.length === 1 && fc[0].function.name === 'set_mode' && fargs &&
+      ['fast', 'slow'].includes(fargs.mode),
+      `named tool_choice forces one valid call (${JSON.stringify(fc)})`);
+  await expect400('unsupported schema keyword', {
+    response_format:
+        {type: 'json_schema', json_schema: {name: 'w', schema: {type: 'integer', multipleOf: 3}}}
+  }, 'response_format.json_schema.schema');
   await expect400(
       'unknown named tool', {tools, tool_choice: {type: 'function', function: {name: 'nope'}}},
       'tool_choice');
