@@ -619,6 +619,26 @@ void parse_tools(const JsonFields& f, OrderedBody& ordered, ChatCompletionReques
   r.tool_choice_name = name->get<std::string>();
 }
 
+// A JSON Schema's text with the client's key order (nlohmann::json sorts keys, and the
+// grammar lists properties in the schema's order, as xgrammar does): the value at the
+// constraint's dotted `param` path in the body, parsed again when it is a string.
+void keep_schema_order(std::string_view body, std::optional<StructuredOutput>& so) {
+  if (!so || so->kind != StructuredOutput::Kind::kJson) return;
+  const OJson* v = nullptr;
+  const OJson root = OJson::parse(body);
+  v = &root;
+  size_t at = 0;
+  while (v && at <= so->param.size()) {
+    const size_t dot = std::min(so->param.find('.', at), so->param.size());
+    const std::string key = so->param.substr(at, dot - at);
+    v = v->is_object() && v->contains(key) ? &(*v)[key] : nullptr;
+    at = dot + 1;
+  }
+  if (!v) return;
+  const OJson schema = v->is_string() ? OJson::parse(v->get<std::string>(), nullptr, false) : *v;
+  if (schema.is_object()) so->schema_json = schema.dump();
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body,
@@ -627,6 +647,7 @@ CompletionRequest parse_completion_request(std::string_view body,
   const JsonFields f(j);
   CompletionRequest r;
   r.gen = parse_common(f, defaults);
+  keep_schema_order(body, r.gen.structured);
   r.prompts = parse_prompts(f.find("prompt"));
   if (auto v = f.opt_int("logprobs", 0, kMaxLogprobs)) r.gen.logprobs = int(*v);
   if (auto v = f.opt_bool("echo")) r.echo = *v;
@@ -654,6 +675,7 @@ ChatCompletionRequest parse_chat_completion_request(std::string_view body,
   const JsonFields f(j);
   ChatCompletionRequest r;
   r.gen = parse_common(f, defaults);
+  keep_schema_order(body, r.gen.structured);
   if (r.gen.max_tokens == 0) throw_max_tokens_zero("max_tokens");
   if (auto v = f.opt_int("max_completion_tokens", 1, kI64Max)) r.gen.max_tokens = *v;
   OrderedBody ordered(body);

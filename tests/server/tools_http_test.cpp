@@ -130,6 +130,15 @@ TEST(ToolsProtocol, StructuredOutputFields) {
   EXPECT_TRUE(r.gen.structured->strict);
   EXPECT_EQ(nlohmann::json::parse(r.gen.structured->schema_json), nlohmann::json(schema));
   EXPECT_EQ(r.gen.structured->param, "response_format.json_schema.schema");
+  // The client's key order is kept (the grammar lists properties in that order).
+  const json ordered = {
+      {"type", "object"},
+      {"properties", {{"z", {{"type", "string"}}}, {"a", {{"type", "integer"}}}}}};
+  EXPECT_EQ(
+      parse(chat_body({{"structured_outputs", {{"json", ordered}}}})).gen.structured->schema_json,
+      ordered.dump());
+  EXPECT_EQ(parse(chat_body({{"guided_json", ordered.dump()}})).gen.structured->schema_json,
+            ordered.dump());
 
   r = parse(chat_body({{"response_format", {{"type", "json_object"}}}}));
   EXPECT_EQ(r.gen.structured->kind, StructuredOutput::Kind::kJsonObject);
