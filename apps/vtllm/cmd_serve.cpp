@@ -73,6 +73,10 @@ constexpr const char* kUsage =
     "                                '{\"max_pixels\": 1003520, \"fps\": 1}'\n"
     "  --media-pool-threads N        threads decoding and preprocessing media (default\n"
     "                                min(cores, 8))\n"
+    "  --tool-call-parser NAME       tool calls in chat replies: qwen3_coder or qwen3_xml\n"
+    "                                (Qwen3.5/3.6 XML), hermes (Qwen3 JSON)\n"
+    "  --enable-auto-tool-choice     allow tool_choice \"auto\" (needs --tool-call-parser)\n"
+    "  --reasoning-parser NAME       <think> reasoning in chat replies: qwen3, deepseek_r1\n"
     "  (--max-num-seqs defaults to 256)\n";
 
 std::optional<std::string> env(const char* name) {
@@ -179,12 +183,15 @@ int cmd_serve(int argc, char** argv) {
                         "allowed-local-media-path",
                         "limit-mm-per-prompt",
                         "media-pool-threads",
-                        "mm-processor-kwargs"})
+                        "mm-processor-kwargs",
+                        "tool-call-parser",
+                        "reasoning-parser"})
     value_flags.emplace_back(f);
   std::vector<std::string> bool_flags = model_bool_flags();
   bool_flags.emplace_back("help");
   bool_flags.emplace_back("allow-credentials");
-  for (const char* f : {"disable-access-log", "disable-uvicorn-access-log", "disable-log-stats"})
+  for (const char* f : {"disable-access-log", "disable-uvicorn-access-log", "disable-log-stats",
+                        "enable-auto-tool-choice"})
     bool_flags.emplace_back(f);
   Args args(argc, argv, value_flags, bool_flags);
   if (args.has("help")) {
@@ -226,6 +233,20 @@ int cmd_serve(int argc, char** argv) {
   hc.cors.allowed_headers = list_flag(args, "allowed-headers", {"*"});
   hc.cors.allow_credentials = args.has("allow-credentials");
   hc.access_log = !args.has("disable-access-log") && !args.has("disable-uvicorn-access-log");
+  // vLLM's rule: auto tool choice needs a parser.
+  std::optional<server::ToolCallFormat> tool_parser;
+  if (const std::optional<std::string> p = args.get("tool-call-parser")) {
+    tool_parser = server::tool_call_format_from_name(*p);
+    if (!tool_parser)
+      VT_THROW("--tool-call-parser '", *p, "': expected qwen3_coder, qwen3_xml or hermes");
+  }
+  const bool auto_tools = args.has("enable-auto-tool-choice");
+  if (auto_tools && !tool_parser) VT_THROW("--enable-auto-tool-choice requires --tool-call-parser");
+  std::optional<server::ReasoningFormat> reasoning_parser;
+  if (const std::optional<std::string> p = args.get("reasoning-parser")) {
+    reasoning_parser = server::reasoning_format_from_name(*p);
+    if (!reasoning_parser) VT_THROW("--reasoning-parser '", *p, "': expected qwen3 or deepseek_r1");
+  }
   const engine::EngineArgs flags = model_flags_from_args(args, dir, 256);
   raise_open_file_limit();
   // A busy port fails now, not after the model loaded.
@@ -279,6 +300,10 @@ int cmd_serve(int argc, char** argv) {
   sc.model_root = dir;
   sc.max_model_len = max_model_len;
   sc.max_pending_requests = max_pending;
+  sc.tool_call_parser = tool_parser;
+  sc.enable_auto_tool_choice = auto_tools;
+  sc.reasoning_parser = reasoning_parser;
+  sc.eos_token_ids = ec.eos_token_ids;
   sc.sampling_defaults = server::SamplingDefaults::from_generation_config(setup.generation_config);
   if (!sc.sampling_defaults.empty())
     std::fprintf(stderr,

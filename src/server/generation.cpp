@@ -251,6 +251,15 @@ Choice Generation::absorb(size_t p, const engine::EngineOutput& o) {
   if (delta.token_ids)
     s.token_ids.insert(s.token_ids.end(), delta.token_ids->begin(), delta.token_ids->end());
   if (!delta.finish_reason.empty()) s.finish_reason = delta.finish_reason;
+  if (spec_.chat && spec_.stream && spec_.output.any()) {
+    if (!s.parser) s.parser.emplace(spec_.output);
+    ChatOutputDelta d = s.parser->feed(delta.text, o.finished);
+    delta.text = std::move(d.content);
+    if (!d.reasoning.empty()) delta.reasoning = std::move(d.reasoning);
+    delta.tool_calls = std::move(d.tool_calls);
+    if (o.finished && s.parser->called() && delta.finish_reason != "abort")
+      delta.finish_reason = "tool_calls";
+  }
   return delta;
 }
 
@@ -290,7 +299,8 @@ bool Generation::next_frames(std::string& out) {
     }
     const Choice delta = absorb(current_, *o);
     const bool ids = (delta.token_ids && !delta.token_ids->empty()) || delta.prompt_token_ids;
-    if (delta.text.empty() && delta.finish_reason.empty() && delta.logprobs.empty() && !ids)
+    if (delta.text.empty() && delta.finish_reason.empty() && delta.logprobs.empty() && !ids &&
+        !delta.reasoning && delta.tool_calls.empty())
       continue;
     out += sse_event(spec_.chat ? chat_chunk(spec_.header, delta, with_usage)
                                 : completion_chunk(spec_.header, delta, with_usage));
@@ -331,6 +341,18 @@ std::string Generation::run_to_end() {
     if (spec_.return_token_ids) {
       c.token_ids = choices_[i].token_ids;
       c.prompt_token_ids = spec_.prompts[p];
+    }
+    if (spec_.chat && spec_.output.any()) {
+      ChatOutput out = parse_chat_output(spec_.output, c.text);
+      c.text = out.content.value_or("");
+      c.content_null = !out.content;
+      c.reasoning = std::move(out.reasoning);
+      for (size_t k = 0; k < out.tool_calls.size(); ++k) {
+        ToolCall& t = out.tool_calls[k];
+        c.tool_calls.push_back(
+            ToolCallDelta{int(k), std::move(t.id), std::move(t.name), std::move(t.arguments)});
+      }
+      if (!c.tool_calls.empty() && c.finish_reason != "abort") c.finish_reason = "tool_calls";
     }
     choices.push_back(std::move(c));
   }

@@ -21,6 +21,7 @@
 
 #include "engine/async_engine.h"
 #include "server/api_error.h"
+#include "server/chat_output.h"
 #include "server/metrics.h"
 #include "server/response.h"
 #include "text/tokenizer.h"
@@ -41,6 +42,9 @@ struct GenerationSpec {
   bool stream = false;
   bool include_usage = false;
   bool return_token_ids = false;  // vLLM's: token ids in the response
+  // Chat: how each choice's text splits into reasoning, content and tool calls (none
+  // set: the text is the content).
+  ChatOutputConfig output;
 };
 
 class Generation;
@@ -101,6 +105,7 @@ class Generation {
     std::optional<std::chrono::steady_clock::time_point> first_scheduled;  // by the engine
     bool started = false;
     bool prompt_sent = false;  // return_token_ids: the streamed prompt ids
+    std::optional<StreamingChatOutputParser> parser;  // streaming with spec.output set
   };
 
   // Folds one engine output of prompt p into its choice; returns the delta.

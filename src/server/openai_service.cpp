@@ -160,16 +160,60 @@ int64_t OpenAiService::resolve_max_tokens(bool chat, const std::optional<int64_t
   return cap ? std::min(*requested, *cap) : *requested;
 }
 
-std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r) const {
+StructuredCompiler& OpenAiService::structured_compiler() {
+  std::call_once(compiler_once_, [this] {
+    compiler_ = std::make_unique<StructuredCompiler>(tokenizer_, 0, config_.eos_token_ids);
+  });
+  return *compiler_;
+}
+
+void OpenAiService::check_capabilities(const ChatCompletionRequest* chat) const {
+  if (!chat) return;
+  if (chat->tool_choice == ToolChoice::kAuto &&
+      !(config_.enable_auto_tool_choice && config_.tool_call_parser)) {
+    throw ApiError::bad_request(
+        "tool_choice",
+        "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
+  }
+  if ((chat->tool_choice == ToolChoice::kRequired || chat->tool_choice == ToolChoice::kNamed) &&
+      !config_.tool_call_parser) {
+    throw ApiError::bad_request(
+        "tool_choice",
+        str_cat("'tool_choice' = ",
+                chat->tool_choice == ToolChoice::kRequired ? "'required'" : "a named tool",
+                " needs --tool-call-parser (the format of the forced call)"));
+  }
+}
+
+engine::ConstraintFactory OpenAiService::constraint_for(const GenerationRequest& gen,
+                                                        const ChatCompletionRequest* chat) {
+  // A forced call (required: one or, with parallel_tool_calls, more; named: exactly
+  // one) is a grammar in the model's call format; vLLM forces JSON instead.
+  if (chat &&
+      (chat->tool_choice == ToolChoice::kRequired || chat->tool_choice == ToolChoice::kNamed)) {
+    return StructuredCompiler::factory(structured_compiler().compile_tool_call(
+        chat->tools, chat->tool_choice_name,
+        chat->tool_choice == ToolChoice::kRequired && chat->parallel_tool_calls,
+        *config_.tool_call_parser));
+  }
+  if (gen.structured)
+    return StructuredCompiler::factory(structured_compiler().compile(*gen.structured));
+  return {};
+}
+
+std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r,
+                                                std::string* text_out) const {
   if (!chat_) {
     throw ApiError::bad_request("messages", "the model has no chat template (pass --chat-template)",
                                 "no_chat_template");
   }
-  json messages = json::array();
+  // Ordered: tool schemas and call arguments keep the client's key order (tojson, items).
+  using OJson = nlohmann::ordered_json;
+  OJson messages = OJson::array();
   for (const ChatMessage& m : r.messages) {
-    json jm = {{"role", m.role}, {"content", m.content}};
+    OJson jm = {{"role", m.role}, {"content", m.content_null ? OJson() : OJson(m.content)}};
     if (!m.parts.empty()) {  // as the template expects media: {"type": "image"} items
-      json parts = json::array();
+      OJson parts = OJson::array();
       for (const ContentPart& p : m.parts) {
         if (p.kind == ContentPart::Kind::kText)
           parts.push_back({{"type", "text"}, {"text", p.text}});
@@ -179,12 +223,19 @@ std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r) 
       jm["content"] = std::move(parts);
     }
     if (!m.name.empty()) jm["name"] = m.name;
+    if (!m.tool_calls_json.empty()) jm["tool_calls"] = OJson::parse(m.tool_calls_json);
+    if (!m.tool_call_id.empty()) jm["tool_call_id"] = m.tool_call_id;
+    if (m.reasoning) {  // vLLM passes both names; templates read either
+      jm["reasoning"] = *m.reasoning;
+      jm["reasoning_content"] = *m.reasoning;
+    }
     messages.push_back(std::move(jm));
   }
-  json req = {{"messages", std::move(messages)},
-              {"add_generation_prompt", r.add_generation_prompt}};
+  OJson req = {{"messages", std::move(messages)},
+               {"add_generation_prompt", r.add_generation_prompt}};
+  if (!r.tools_json.empty()) req["tools"] = OJson::parse(r.tools_json);
   if (!r.chat_template_kwargs.empty())
-    req["chat_template_kwargs"] = json::parse(r.chat_template_kwargs);
+    req["chat_template_kwargs"] = OJson::parse(r.chat_template_kwargs);
   std::string text;
   try {
     text = chat_(req.dump());
@@ -198,6 +249,7 @@ std::vector<int32_t> OpenAiService::render_chat(const ChatCompletionRequest& r) 
     const size_t at = last.empty() ? std::string::npos : text.rfind(last);
     if (at != std::string::npos) text.resize(at + last.size());
   }
+  if (text_out) *text_out = text;
   // The template already wrote the special tokens (vLLM: add_special_tokens=false for chat).
   return tokenizer_.encode(text, /*add_special_tokens=*/false);
 }
@@ -218,6 +270,8 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
       gen = comp->gen;
     }
     admit(gen.model);
+    check_capabilities(chat ? &*chat_req : nullptr);
+    engine::ConstraintFactory constraint = constraint_for(gen, chat ? &*chat_req : nullptr);
     // Count this request before the costly tokenization, so overload is seen early.
     in_flight_->fetch_add(1);
     std::shared_ptr<void> guard(nullptr, [c = in_flight_](void*) { c->fetch_sub(1); });
@@ -234,18 +288,29 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
             refs.push_back({p.kind == ContentPart::Kind::kImage ? multimodal::MediaKind::kImage
                                                                 : multimodal::MediaKind::kVideo,
                             p.url, p.param});
+      std::string prompt_text;
       if (refs.empty()) {
-        spec.prompts.push_back(render_chat(*chat_req));
+        spec.prompts.push_back(render_chat(*chat_req, &prompt_text));
       } else {
         if (gen.truncate_prompt_tokens)
           throw ApiError::bad_request("truncate_prompt_tokens",
                                       "'truncate_prompt_tokens' cannot cut a prompt with images "
                                       "or videos");
         check_media_allowed(config_.media, refs);  // before the template sees the parts
-        MediaPrompt mp =
-            prepare_media_prompt(config_.media, refs, render_chat(*chat_req), tokenizer_);
+        MediaPrompt mp = prepare_media_prompt(config_.media, refs,
+                                              render_chat(*chat_req, &prompt_text), tokenizer_);
         spec.prompts.push_back(std::move(mp.ids));
         spec.mm.push_back(std::move(mp.mm));
+      }
+      // The reasoning split runs unless the prompt already closed the reasoning
+      // (enable_thinking false) or a structured output constrains the text from its
+      // first token (it is all content; vLLM instead starts the grammar after the
+      // reasoning). Tool calls are parsed unless tool_choice is "none".
+      if (config_.reasoning_parser && !prompt_ends_reasoning(prompt_text) && !gen.structured)
+        spec.output.reasoning = config_.reasoning_parser;
+      if (chat_req->tool_choice != ToolChoice::kNone) {
+        spec.output.tool_calls = config_.tool_call_parser;
+        spec.output.tools = chat_req->tools;
       }
     } else {
       for (const Prompt& p : comp->prompts) {
@@ -277,6 +342,7 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
     // echo with max_tokens 0: vLLM samples one token and returns the prompt only.
     spec.echo_only = comp && comp->echo_only;
     spec.params = to_sampling_params(gen, spec.echo_only ? 1 : max_tokens);
+    spec.params.constraint = std::move(constraint);
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx",
                   static_cast<unsigned long long>(next_id_.fetch_add(1)));

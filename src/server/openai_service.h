@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,9 @@
 #include "server/media.h"
 #include "server/metrics.h"
 #include "server/protocol.h"
+#include "server/reasoning_parser.h"
+#include "server/structured_constraint.h"
+#include "server/tool_parser.h"
 #include "text/tokenizer.h"
 
 namespace vtllm::server {
@@ -33,6 +37,14 @@ struct ServiceConfig {
   SamplingDefaults sampling_defaults;
   // Chat image/video parts: sources, limits, the processor and its pool.
   MediaConfig media;
+  // --tool-call-parser (tool calls out of chat replies under tool_choice "auto"),
+  // --enable-auto-tool-choice (without it "auto" is a 400, as vLLM), --reasoning-parser.
+  std::optional<ToolCallFormat> tool_call_parser;
+  bool enable_auto_tool_choice = false;
+  std::optional<ReasoningFormat> reasoning_parser;
+  // The ids that end a generation (the engine's EOS), allowed by a grammar where it
+  // may end; empty: the tokenizer's EOS.
+  std::vector<int32_t> eos_token_ids;
 };
 
 struct HttpReply {
@@ -88,7 +100,17 @@ class OpenAiService {
   void admit(const std::string& model) const;
   int64_t resolve_max_tokens(bool chat, const std::optional<int64_t>& requested, int64_t prompt_len,
                              const char* prompt_param) const;
-  std::vector<int32_t> render_chat(const ChatCompletionRequest& r) const;
+  // The prompt's ids; `text`, when given, receives the rendered prompt.
+  std::vector<int32_t> render_chat(const ChatCompletionRequest& r,
+                                   std::string* text = nullptr) const;
+  // 400 for tool_choice "auto" without the flags, or a forced call without a parser.
+  void check_capabilities(const ChatCompletionRequest* chat) const;
+  // The request's constraint (structured outputs, a forced tool call) compiled to a
+  // per-sample factory; empty when unconstrained. A bad schema is a 400 naming it.
+  engine::ConstraintFactory constraint_for(const GenerationRequest& gen,
+                                           const ChatCompletionRequest* chat);
+  // Built on the first constrained request (the vocabulary's byte trie).
+  StructuredCompiler& structured_compiler();
 
   ServiceConfig config_;
   engine::AsyncEngine& engine_;
@@ -98,6 +120,8 @@ class OpenAiService {
   GenerationRegistry registry_;
   std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<bool> shutting_down_{false};
+  std::once_flag compiler_once_;
+  std::unique_ptr<StructuredCompiler> compiler_;
   std::atomic<uint64_t> next_id_{0};
   int64_t created_base_;
 };

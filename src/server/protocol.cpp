@@ -9,6 +9,7 @@
 namespace vtllm::server {
 
 using nlohmann::json;
+using OJson = nlohmann::ordered_json;
 
 namespace {
 
@@ -121,6 +122,140 @@ void reject_unimplemented(const JsonFields& f, std::initializer_list<const char*
   }
 }
 
+[[noreturn]] void bad_field(const std::string& param, const std::string& problem,
+                            const char* code = "invalid_value") {
+  throw ApiError::bad_request(param, str_cat("'", param, "' ", problem), code);
+}
+
+// One constraint from a field's value; `param` names it in errors.
+StructuredOutput structured_from(StructuredOutput::Kind kind, const json& v,
+                                 const std::string& param) {
+  StructuredOutput so;
+  so.kind = kind;
+  so.param = param;
+  switch (kind) {
+    case StructuredOutput::Kind::kJson: {
+      // A schema object, or its JSON text (vLLM accepts both).
+      json schema = v;
+      if (v.is_string()) {
+        schema = json::parse(v.get<std::string>(), nullptr, false);
+        if (schema.is_discarded()) bad_field(param, "is not valid JSON", "invalid_json");
+      }
+      if (!schema.is_object() && !schema.is_boolean())
+        bad_field(param, "must be a JSON Schema (an object)", "invalid_type");
+      so.schema_json = schema.dump();
+      break;
+    }
+    case StructuredOutput::Kind::kRegex:
+      if (!v.is_string() || v.get_ref<const std::string&>().empty())
+        bad_field(param, "must be a non-empty string", "invalid_type");
+      so.regex = v.get<std::string>();
+      break;
+    case StructuredOutput::Kind::kGrammar:
+      if (!v.is_string() || v.get_ref<const std::string&>().empty())
+        bad_field(param, "must be a non-empty string", "invalid_type");
+      so.grammar = v.get<std::string>();
+      break;
+    case StructuredOutput::Kind::kChoice:
+      if (!v.is_array() || v.empty())
+        bad_field(param, "must be a non-empty array of strings", "invalid_type");
+      for (const json& c : v) {
+        if (!c.is_string()) bad_field(param, "must hold only strings", "invalid_type");
+        so.choices.push_back(c.get<std::string>());
+      }
+      break;
+    case StructuredOutput::Kind::kJsonObject:
+      break;
+  }
+  return so;
+}
+
+// response_format: {"type": "text"} (nothing), "json_object", or "json_schema" with
+// {"name", "schema", "strict"}.
+std::optional<StructuredOutput> parse_response_format(const json& rf) {
+  if (!rf.is_object()) bad_field("response_format", "must be an object", "invalid_type");
+  const auto type = rf.find("type");
+  if (type == rf.end() || !type->is_string())
+    bad_field("response_format.type", "is required: 'text', 'json_object' or 'json_schema'",
+              "missing_field");
+  const std::string& t = type->get_ref<const std::string&>();
+  if (t == "text") return std::nullopt;
+  if (t == "json_object") {
+    StructuredOutput so;
+    so.kind = StructuredOutput::Kind::kJsonObject;
+    so.param = "response_format";
+    return so;
+  }
+  if (t != "json_schema") {
+    bad_field("response_format.type",
+              str_cat("= '", t, "' is not supported (use 'text', 'json_object' or 'json_schema')"),
+              "unsupported");
+  }
+  const auto js = rf.find("json_schema");
+  if (js == rf.end() || !js->is_object())
+    bad_field("response_format.json_schema", "is required with type 'json_schema'",
+              "missing_field");
+  const auto name = js->find("name");
+  if (name == js->end() || !name->is_string())
+    bad_field("response_format.json_schema.name", "is required (a string)", "missing_field");
+  const auto schema = js->find("schema");
+  if (schema == js->end() || schema->is_null())
+    bad_field("response_format.json_schema.schema", "is required", "missing_field");
+  StructuredOutput so =
+      structured_from(StructuredOutput::Kind::kJson, *schema, "response_format.json_schema.schema");
+  if (const auto strict = js->find("strict"); strict != js->end() && !strict->is_null()) {
+    if (!strict->is_boolean())
+      bad_field("response_format.json_schema.strict", "must be a boolean", "invalid_type");
+    so.strict = strict->get<bool>();
+  }
+  return so;
+}
+
+// structured_outputs, the guided_* names and response_format: at most one constraint.
+std::optional<StructuredOutput> parse_structured(const JsonFields& f) {
+  using Kind = StructuredOutput::Kind;
+  std::vector<StructuredOutput> found;
+  if (const json* so = f.find("structured_outputs")) {
+    if (!so->is_object()) bad_field("structured_outputs", "must be an object", "invalid_type");
+    static const std::pair<const char*, Kind> kKeys[] = {{"json", Kind::kJson},
+                                                         {"regex", Kind::kRegex},
+                                                         {"choice", Kind::kChoice},
+                                                         {"grammar", Kind::kGrammar},
+                                                         {"json_object", Kind::kJsonObject}};
+    for (const auto& [key, kind] : kKeys) {
+      const auto it = so->find(key);
+      if (it == so->end() || it->is_null()) continue;
+      const std::string param = str_cat("structured_outputs.", key);
+      if (kind == Kind::kJsonObject) {
+        if (!it->is_boolean()) bad_field(param, "must be a boolean", "invalid_type");
+        if (!it->get<bool>()) continue;
+      }
+      found.push_back(structured_from(kind, *it, param));
+    }
+    if (const auto st = so->find("structural_tag"); st != so->end() && !st->is_null())
+      bad_field("structured_outputs.structural_tag", "is not supported", "unsupported");
+    if (found.empty())
+      bad_field("structured_outputs",
+                "names no constraint (one of json, regex, choice, grammar, json_object)");
+  }
+  static const std::pair<const char*, Kind> kGuided[] = {{"guided_json", Kind::kJson},
+                                                         {"guided_regex", Kind::kRegex},
+                                                         {"guided_choice", Kind::kChoice},
+                                                         {"guided_grammar", Kind::kGrammar}};
+  for (const auto& [key, kind] : kGuided)
+    if (const json* v = f.find(key)) found.push_back(structured_from(kind, *v, key));
+  if (const json* rf = f.find("response_format"))
+    if (std::optional<StructuredOutput> so = parse_response_format(*rf)) found.push_back(*so);
+  if (found.size() > 1) {
+    throw ApiError::bad_request(
+        found[1].param,
+        str_cat("only one kind of structured outputs constraint may be given, but '",
+                found[0].param, "' and '", found[1].param, "' are"));
+  }
+  if (found.empty()) return std::nullopt;
+  return found[0];
+}
+
 GenerationRequest parse_common(const JsonFields& f, const SamplingDefaults& d) {
   GenerationRequest g;
   g.temperature = d.temperature.value_or(g.temperature);
@@ -196,10 +331,8 @@ GenerationRequest parse_common(const JsonFields& f, const SamplingDefaults& d) {
     }
     g.truncate_prompt_tokens = *v;
   }
-  reject_unimplemented(
-      f, {"use_beam_search", "return_tokens_as_token_ids",
-          "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
-          "logits_processors"});
+  reject_unimplemented(f, {"use_beam_search", "return_tokens_as_token_ids", "logits_processors"});
+  g.structured = parse_structured(f);
   if (auto v = f.opt_bool("return_token_ids")) g.return_token_ids = *v;
   if (auto v = f.opt_int("prompt_logprobs", 0, kMaxLogprobs)) {
     // vLLM (protocol.py check_logprobs): refused with stream when it would return any.
@@ -323,7 +456,59 @@ void message_content(const json& content, size_t i, ChatMessage& msg) {
   if (media) msg.parts = std::move(parts);
 }
 
-std::vector<ChatMessage> parse_messages(const JsonFields& f) {
+// The request body with object key order kept (nlohmann::json sorts keys): tool
+// schemas and call arguments reach the template in the order the client wrote them.
+class OrderedBody {
+ public:
+  explicit OrderedBody(std::string_view body) : body_(body) {}
+  const OJson& get() {
+    if (!j_) j_ = OJson::parse(body_);
+    return *j_;
+  }
+
+ private:
+  std::string_view body_;
+  std::optional<OJson> j_;
+};
+
+// An assistant message's tool_calls (`m` is the ordered message) as the template reads them.
+std::string message_tool_calls(const OJson& calls, const std::string& param) {
+  if (!calls.is_array()) bad_field(param, "must be an array", "invalid_type");
+  OJson out = OJson::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const OJson& c = calls[k];
+    const std::string cp = str_cat(param, "[", k, "]");
+    if (!c.is_object()) bad_field(cp, "must be an object", "invalid_type");
+    const auto fn = c.find("function");
+    if (fn == c.end() || !fn->is_object())
+      bad_field(cp + ".function", "is required (an object)", "missing_field");
+    const auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string())
+      bad_field(cp + ".function.name", "is required (a string)", "missing_field");
+    OJson args = OJson::object();
+    if (const auto a = fn->find("arguments"); a != fn->end() && !a->is_null()) {
+      if (a->is_string()) {
+        if (!a->get_ref<const std::string&>().empty()) {
+          args = OJson::parse(a->get<std::string>(), nullptr, false);
+          if (args.is_discarded())
+            bad_field(cp + ".function.arguments", "is not valid JSON", "invalid_json");
+        }
+      } else if (a->is_object()) {
+        args = *a;
+      } else {
+        bad_field(cp + ".function.arguments", "must be a JSON string", "invalid_type");
+      }
+    }
+    OJson call = OJson::object();
+    if (const auto id = c.find("id"); id != c.end() && id->is_string()) call["id"] = *id;
+    call["type"] = "function";
+    call["function"] = {{"name", *name}, {"arguments", std::move(args)}};
+    out.push_back(std::move(call));
+  }
+  return out.dump();
+}
+
+std::vector<ChatMessage> parse_messages(const JsonFields& f, OrderedBody& ordered) {
   const json* v = f.find("messages");
   if (!v) throw ApiError::bad_request("messages", "'messages' is required", "missing_field");
   if (!v->is_array()) {
@@ -355,11 +540,123 @@ std::vector<ChatMessage> parse_messages(const JsonFields& f) {
           param + ".role", str_cat("'", param, ".role' = '", *role, "' is not a known role"));
     }
     msg.role = *role;
-    if (const json* c = mf.find("content")) message_content(*c, i, msg);
+    if (const json* c = mf.find("content")) {
+      message_content(*c, i, msg);
+    } else {
+      msg.content_null = true;
+    }
     if (auto n = mf.opt_string("name")) msg.name = *n;
+    if (mf.find("tool_calls") && msg.role == "assistant") {
+      msg.tool_calls_json =
+          message_tool_calls(ordered.get()["messages"][i]["tool_calls"], param + ".tool_calls");
+    }
+    if (auto id = mf.opt_string("tool_call_id")) msg.tool_call_id = *id;
+    if (auto r = mf.opt_string("reasoning")) {
+      msg.reasoning = *r;
+    } else if (auto rc = mf.opt_string("reasoning_content")) {
+      msg.reasoning = *rc;
+    }
     out.push_back(std::move(msg));
   }
   return out;
+}
+
+// tools, tool_choice and parallel_tool_calls (vLLM's check_tool_usage rules).
+void parse_tools(const JsonFields& f, OrderedBody& ordered, ChatCompletionRequest& r) {
+  const json* t = f.find("tools");
+  if (t) {
+    if (!t->is_array()) bad_field("tools", "must be an array of tools", "invalid_type");
+    for (size_t k = 0; k < t->size(); ++k) {
+      const json& tool = (*t)[k];
+      const std::string tp = str_cat("tools[", k, "]");
+      if (!tool.is_object()) bad_field(tp, "must be an object", "invalid_type");
+      if (const auto type = tool.find("type"); type != tool.end() && *type != "function")
+        bad_field(tp + ".type", "must be 'function'", "unsupported");
+      const auto fn = tool.find("function");
+      if (fn == tool.end() || !fn->is_object())
+        bad_field(tp + ".function", "is required (an object)", "missing_field");
+      const auto name = fn->find("name");
+      if (name == fn->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
+        bad_field(tp + ".function.name", "is required (a non-empty string)", "missing_field");
+      ToolFunction tf;
+      tf.name = name->get<std::string>();
+      if (const auto p = fn->find("parameters"); p != fn->end() && !p->is_null()) {
+        if (!p->is_object())
+          bad_field(tp + ".function.parameters", "must be an object", "invalid_type");
+        tf.parameters_json = ordered.get()["tools"][k]["function"]["parameters"].dump();
+      }
+      r.tools.push_back(std::move(tf));
+    }
+    if (!r.tools.empty()) r.tools_json = ordered.get()["tools"].dump();
+  }
+  if (auto v = f.opt_bool("parallel_tool_calls")) r.parallel_tool_calls = *v;
+  const json* tc = f.find("tool_choice");
+  if (!tc) {
+    r.tool_choice = r.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+    return;
+  }
+  if (*tc == "none") {
+    r.tool_choice = ToolChoice::kNone;
+    return;
+  }
+  if (!t) {
+    throw ApiError::bad_request("tool_choice", "when 'tool_choice' is used, 'tools' must be set");
+  }
+  if (*tc == "auto") {
+    r.tool_choice = ToolChoice::kAuto;
+    return;
+  }
+  if (*tc == "required") {
+    // OpenAI: "required" with an empty tool list behaves as "none".
+    r.tool_choice = r.tools.empty() ? ToolChoice::kNone : ToolChoice::kRequired;
+    return;
+  }
+  const char* usage =
+      "correct usage: {\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}";
+  if (!tc->is_object()) {
+    throw ApiError::bad_request(
+        "tool_choice",
+        str_cat("'tool_choice' = ", tc->dump(),
+                " is not supported: use a named tool, 'none', 'auto' or 'required'"));
+  }
+  const auto fn = tc->find("function");
+  if (fn == tc->end() || !fn->is_object())
+    throw ApiError::bad_request("tool_choice.function",
+                                str_cat("'tool_choice.function' is required; ", usage));
+  const auto name = fn->find("name");
+  if (name == fn->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
+    throw ApiError::bad_request(
+        "tool_choice.function.name",
+        str_cat("'tool_choice.function.name' must be a non-empty string; ", usage));
+  bool known = false;
+  for (const ToolFunction& tf : r.tools) known = known || tf.name == *name;
+  if (!known) {
+    throw ApiError::bad_request("tool_choice",
+                                str_cat("the tool '", name->get<std::string>(),
+                                        "' named in 'tool_choice' is not one of the 'tools'"));
+  }
+  r.tool_choice = ToolChoice::kNamed;
+  r.tool_choice_name = name->get<std::string>();
+}
+
+// A JSON Schema's text with the client's key order (nlohmann::json sorts keys, and the
+// grammar lists properties in the schema's order, as xgrammar does): the value at the
+// constraint's dotted `param` path in the body, parsed again when it is a string.
+void keep_schema_order(std::string_view body, std::optional<StructuredOutput>& so) {
+  if (!so || so->kind != StructuredOutput::Kind::kJson) return;
+  const OJson* v = nullptr;
+  const OJson root = OJson::parse(body);
+  v = &root;
+  size_t at = 0;
+  while (v && at <= so->param.size()) {
+    const size_t dot = std::min(so->param.find('.', at), so->param.size());
+    const std::string key = so->param.substr(at, dot - at);
+    v = v->is_object() && v->contains(key) ? &(*v)[key] : nullptr;
+    at = dot + 1;
+  }
+  if (!v) return;
+  const OJson schema = v->is_string() ? OJson::parse(v->get<std::string>(), nullptr, false) : *v;
+  if (schema.is_object()) so->schema_json = schema.dump();
 }
 
 }  // namespace
@@ -370,6 +667,7 @@ CompletionRequest parse_completion_request(std::string_view body,
   const JsonFields f(j);
   CompletionRequest r;
   r.gen = parse_common(f, defaults);
+  keep_schema_order(body, r.gen.structured);
   r.prompts = parse_prompts(f.find("prompt"));
   if (auto v = f.opt_int("logprobs", 0, kMaxLogprobs)) r.gen.logprobs = int(*v);
   if (auto v = f.opt_bool("echo")) r.echo = *v;
@@ -397,9 +695,11 @@ ChatCompletionRequest parse_chat_completion_request(std::string_view body,
   const JsonFields f(j);
   ChatCompletionRequest r;
   r.gen = parse_common(f, defaults);
+  keep_schema_order(body, r.gen.structured);
   if (r.gen.max_tokens == 0) throw_max_tokens_zero("max_tokens");
   if (auto v = f.opt_int("max_completion_tokens", 1, kI64Max)) r.gen.max_tokens = *v;
-  r.messages = parse_messages(f);
+  OrderedBody ordered(body);
+  r.messages = parse_messages(f, ordered);
   const bool logprobs = f.opt_bool("logprobs").value_or(false);
   const std::optional<int64_t> top = f.opt_int("top_logprobs", 0, kMaxLogprobs);
   if (top && !logprobs) {
@@ -422,17 +722,7 @@ ChatCompletionRequest parse_chat_completion_request(std::string_view body,
         "continue_final_message",
         "'continue_final_message' and 'add_generation_prompt' are exclusive");
   }
-  if (const json* t = f.find("tools"); t && !(t->is_array() && t->empty())) {
-    throw ApiError::bad_request("tools", "'tools' (tool calling) is not supported", "unsupported");
-  }
-  if (const json* rf = f.find("response_format")) {
-    const bool text = rf->is_object() && rf->value("type", json()) == "text";
-    if (!text) {
-      throw ApiError::bad_request("response_format",
-                                  "only 'response_format' {\"type\": \"text\"} is supported",
-                                  "unsupported");
-    }
-  }
+  parse_tools(f, ordered, r);
   return r;
 } catch (const JsonError& e) {
   throw to_api_error(e);

@@ -24,6 +24,7 @@
 
 #include "engine/request.h"
 #include "io/config.h"
+#include "server/tool_parser.h"
 
 namespace vtllm::server {
 
@@ -50,6 +51,19 @@ struct SamplingDefaults {
   bool empty() const;
   // "temperature=0.6 top_k=20 top_p=0.95": the fields that are set, for the startup log.
   std::string describe() const;
+};
+
+// A constraint on the output's text: vLLM's structured_outputs {json, regex, choice,
+// grammar, json_object}, the older guided_json / guided_regex / guided_choice /
+// guided_grammar, or response_format {json_object, json_schema}. One per request.
+struct StructuredOutput {
+  enum class Kind { kJson, kJsonObject, kRegex, kChoice, kGrammar } kind = Kind::kJson;
+  std::string schema_json;           // kJson: the JSON Schema as JSON text
+  std::string regex;                 // kRegex
+  std::vector<std::string> choices;  // kChoice: non-empty
+  std::string grammar;               // kGrammar: GBNF / EBNF text
+  bool strict = false;               // response_format.json_schema.strict
+  std::string param;                 // the field it came from ("structured_outputs.json")
 };
 
 // Fields both endpoints share; absent fields keep these (vLLM's) defaults, or the
@@ -90,6 +104,8 @@ struct GenerationRequest {
   std::optional<int64_t> truncate_prompt_tokens;
   // vLLM's return_token_ids: the prompt's and each choice's token ids in the response.
   bool return_token_ids = false;
+  // structured_outputs / guided_* / (chat) response_format; nullopt: unconstrained.
+  std::optional<StructuredOutput> structured;
 };
 
 // One prompt of a completion request: text, or token ids.
@@ -122,7 +138,17 @@ struct ChatMessage {
   // The parts in order when content is an array holding an image or a video (the chat
   // template then sees them as {"type": "text"|"image"|"video"} items); else empty.
   std::vector<ContentPart> parts;
+  // An assistant message's tool_calls as the chat template reads them: a JSON array of
+  // {"id", "type": "function", "function": {"name", "arguments": {...}}} with the
+  // arguments string parsed to an object (as vLLM does); empty when absent.
+  std::string tool_calls_json;
+  std::string tool_call_id;              // a tool message's
+  std::optional<std::string> reasoning;  // `reasoning` or `reasoning_content` (assistant)
+  bool content_null = false;             // content absent or null
 };
+
+// tool_choice: "none", "auto", "required" or {"type": "function", "function": {"name"}}.
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
 
 struct ChatCompletionRequest {
   GenerationRequest gen;
@@ -132,6 +158,15 @@ struct ChatCompletionRequest {
   // `chat_template_kwargs` as JSON object text (extra template variables such as
   // enable_thinking); empty when absent.
   std::string chat_template_kwargs;
+  // `tools` as given (JSON array text, key order kept) for the template; empty when
+  // absent or empty. Each is {"type": "function", "function": {"name", ...}}.
+  std::string tools_json;
+  std::vector<ToolFunction> tools;
+  // Absent: kAuto with tools, else kNone (OpenAI's default); "required" with no tools
+  // is kNone (vLLM). Set without tools, or naming a tool not in `tools`: 400.
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_choice_name;  // kNamed
+  bool parallel_tool_calls = true;
 };
 
 // Throw ApiError (400) naming the first field at fault. `defaults` fill the sampling

@@ -104,6 +104,26 @@ json head(const ResponseHeader& h, const char* object) {
   return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
 }
 
+// A whole response's message: content (null when content_null), the reasoning under
+// both names, and the tool calls.
+json chat_message(const Choice& c) {
+  json m = {{"role", "assistant"}, {"content", c.content_null ? json() : json(c.text)}};
+  if (c.reasoning) {
+    m["reasoning"] = *c.reasoning;
+    m["reasoning_content"] = *c.reasoning;
+  }
+  if (!c.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ToolCallDelta& t : c.tool_calls) {
+      calls.push_back({{"id", t.id},
+                       {"type", "function"},
+                       {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+    }
+    m["tool_calls"] = std::move(calls);
+  }
+  return m;
+}
+
 json stop_reason(const Choice& c) {
   if (c.stop_token) return *c.stop_token;
   if (!c.stop_string.empty()) return c.stop_string;
@@ -137,7 +157,7 @@ std::string chat_completion_response(const ResponseHeader& h, const std::vector<
   json cs = json::array();
   for (const Choice& c : choices) {
     cs.push_back({{"index", c.index},
-                  {"message", {{"role", "assistant"}, {"content", c.text}}},
+                  {"message", chat_message(c)},
                   {"logprobs", chat_logprobs(c)},
                   {"finish_reason", finish(c.finish_reason)},
                   {"stop_reason", stop_reason(c)}});
@@ -182,6 +202,26 @@ std::string chat_chunk(const ResponseHeader& h, const Choice& c, bool with_usage
   json j = head(h, "chat.completion.chunk");
   json delta = json::object();
   if (!c.text.empty()) delta["content"] = c.text;
+  if (c.reasoning && !c.reasoning->empty()) {
+    delta["reasoning"] = *c.reasoning;
+    delta["reasoning_content"] = *c.reasoning;
+  }
+  if (!c.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ToolCallDelta& t : c.tool_calls) {
+      json call = {{"index", t.index}};
+      json fn = json::object();
+      if (!t.id.empty()) {
+        call["id"] = t.id;
+        call["type"] = "function";
+      }
+      if (!t.name.empty()) fn["name"] = t.name;
+      fn["arguments"] = t.arguments;
+      call["function"] = std::move(fn);
+      calls.push_back(std::move(call));
+    }
+    delta["tool_calls"] = std::move(calls);
+  }
   j["choices"] = json::array({{{"index", c.index},
                                {"delta", std::move(delta)},
                                {"logprobs", chat_logprobs(c)},

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/tool_parser.h"
 
 namespace vtllm::server {
 
@@ -64,6 +65,13 @@ struct Choice {
   // prompt's ids (completions per choice, chat at the top level of the response).
   std::optional<std::vector<int32_t>> token_ids;
   std::optional<std::vector<int32_t>> prompt_token_ids;
+  // Chat with a reasoning or tool-call parser. `reasoning`: written as both "reasoning"
+  // and "reasoning_content" (vLLM's name and the older one); in a chunk an empty one is
+  // left out. `tool_calls`: whole calls in a response; in a chunk the call's pieces (id
+  // and name only in its first). `content_null`: the message's content is null.
+  std::optional<std::string> reasoning;
+  std::vector<ToolCallDelta> tool_calls;
+  bool content_null = false;
 };
 
 struct Usage {

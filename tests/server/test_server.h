@@ -6,8 +6,10 @@
 // tests know every output token without running the server.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,17 +49,32 @@ inline int32_t next_token(const std::vector<int32_t>& ascii, int32_t last, int64
   return ascii[size_t((int64_t(last) * 7 + position * 3 + 11) % int64_t(ascii.size()))];
 }
 
+// A scripted output: the token the fake model gives at position start + k is ids[k],
+// then EOS (4098). Positions before `start` follow next_token. Set before the request.
+struct ScriptedOutput {
+  std::atomic<int64_t> start{-1};
+  std::vector<int32_t> ids;
+};
+
 class FakeModel : public engine::HostLogitsExecutor {
  public:
-  FakeModel(int64_t vocab, std::vector<int32_t> ascii, std::chrono::microseconds step_time)
-      : vocab_(vocab), ascii_(std::move(ascii)), step_time_(step_time) {}
+  FakeModel(int64_t vocab, std::vector<int32_t> ascii, std::chrono::microseconds step_time,
+            std::shared_ptr<ScriptedOutput> script = nullptr)
+      : vocab_(vocab),
+        ascii_(std::move(ascii)),
+        step_time_(step_time),
+        script_(std::move(script)) {}
   int64_t vocab_size() const override { return vocab_; }
   std::vector<float> logits(const engine::StepPlan& fb) override {
     if (step_time_.count() > 0) std::this_thread::sleep_for(step_time_);
     std::vector<float> logits(fb.logits_indices.size() * size_t(vocab_), 0.0f);
     for (size_t r = 0; r < fb.logits_indices.size(); ++r) {
       const int64_t t = fb.logits_indices[r];
-      const int32_t next = next_token(ascii_, fb.token_ids[t], fb.positions[t] + 1);
+      int32_t next = next_token(ascii_, fb.token_ids[t], fb.positions[t] + 1);
+      if (script_ && script_->start >= 0 && fb.positions[t] + 1 >= script_->start) {
+        const size_t k = size_t(fb.positions[t] + 1 - script_->start);
+        next = k < script_->ids.size() ? script_->ids[k] : 4098;
+      }
       // A clear peak plus a ramp, so top logprobs have a definite order.
       for (int64_t v = 0; v < vocab_; ++v) logits[r * vocab_ + v] = float(v % 13) * 0.01f;
       logits[r * vocab_ + next] = 10.0f;
@@ -69,6 +86,7 @@ class FakeModel : public engine::HostLogitsExecutor {
   int64_t vocab_;
   std::vector<int32_t> ascii_;
   std::chrono::microseconds step_time_;
+  std::shared_ptr<ScriptedOutput> script_;
 };
 
 // The greedy output ids the fake model gives for a prompt.
@@ -95,6 +113,14 @@ struct TestServerOptions {
   // what the fake refuses (prompt logprob rows). step_time does not apply.
   bool real_model = false;
   SamplingDefaults sampling_defaults;  // as --generation-config would set them
+  // A chat template file in place of the tiny model's (Qwen3-style) one.
+  std::string chat_template_file;
+  // The fake model's scripted output (see ScriptedOutput); null: next_token only.
+  std::shared_ptr<ScriptedOutput> script;
+  // --tool-call-parser, --enable-auto-tool-choice, --reasoning-parser.
+  std::optional<ToolCallFormat> tool_call_parser;
+  bool enable_auto_tool_choice = false;
+  std::optional<ReasoningFormat> reasoning_parser;
   // With real_model: GDN state snapshots (hybrid prefix caching; 0 leaves it off).
   int32_t num_state_snapshots = 0;
   // Overrides of the HTTP defaults (limits and timeouts included); the host,
@@ -106,7 +132,7 @@ class TestServer {
  public:
   explicit TestServer(TestServerOptions o = {})
       : tokenizer_(text::Tokenizer::from_dir(tiny_model_dir())),
-        chat_template_(ChatTemplate::from_dir(tiny_model_dir())) {
+        chat_template_(ChatTemplate::from_dir(tiny_model_dir(), o.chat_template_file)) {
     engine::EngineConfig ec;
     ec.scheduler.max_model_len = o.max_model_len;
     ec.scheduler.max_num_seqs = o.max_num_seqs;
@@ -121,7 +147,7 @@ class TestServer {
       ec.kv_cache.num_state_snapshots = o.num_state_snapshots;
       model = engine::ModelRunner::load(tiny_model_dir(), ec.kv_cache);
     } else {
-      model = std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time);
+      model = std::make_unique<FakeModel>(vocab, ascii_ids(tokenizer_), o.step_time, o.script);
     }
     engine_ = std::make_unique<engine::AsyncEngine>(ec, std::move(model), &tokenizer_);
     ServiceConfig sc;
@@ -130,6 +156,10 @@ class TestServer {
     sc.max_model_len = o.max_model_len;
     sc.max_pending_requests = o.max_pending_requests;
     sc.sampling_defaults = o.sampling_defaults;
+    sc.tool_call_parser = o.tool_call_parser;
+    sc.enable_auto_tool_choice = o.enable_auto_tool_choice;
+    sc.reasoning_parser = o.reasoning_parser;
+    sc.eos_token_ids = {4098};
     service_ = std::make_unique<OpenAiService>(
         sc, *engine_, tokenizer_,
         [this](const std::string& req) { return chat_template_.render_request(req); });

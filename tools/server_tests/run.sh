@@ -46,6 +46,8 @@ expect_refusal "--header-timeout 0" --header-timeout 0
 expect_refusal "--max-connections expects an integer" --max-connections many
 expect_refusal "127.0.0.1:$port: Address already in use" --port "$port"
 expect_refusal "--mm-processor-kwargs: unknown key 'bogus'" --mm-processor-kwargs '{"bogus": 1}'
+expect_refusal "--tool-call-parser 'bogus'" --tool-call-parser bogus
+expect_refusal "--enable-auto-tool-choice requires --tool-call-parser" --enable-auto-tool-choice
 # SIGTERM drains and exits 0.
 kill -TERM $pid
 status=0
@@ -53,6 +55,17 @@ wait $pid || status=$?
 trap 'rm -f "$log"' EXIT
 [ "$status" -eq 0 ] || { cat "$log"; echo "server exited with $status after SIGTERM"; exit 1; }
 echo "server stopped cleanly"
+
+# Tool calls and reasoning through the openai client (tools_client_test.js), with the
+# Qwen3.5 template (the tiny model's own is Qwen3's).
+start_server "$model" tiny --max-num-seqs 8 --max-model-len 4096 --num-gpu-blocks-override 2049 \
+  --tool-call-parser qwen3_coder --enable-auto-tool-choice --reasoning-parser qwen3 \
+  --chat-template "$here/../../tests/fixtures/qwen3_5-tiny-vl/chat_template.jinja"
+NODE_PATH="$modules" VTLLM_URL="http://127.0.0.1:$port" VTLLM_KEY="$key" \
+  node "$here/tools_client_test.js" || { tail -n 20 "$log"; exit 1; }
+kill -TERM $pid
+wait $pid || true
+trap 'rm -f "$log"' EXIT
 
 # The openai client sends images to the VL oracle fixture (its own images, data: URLs).
 vl=$(cd "$here/../.." && pwd)/tests/fixtures/qwen3_5-tiny-vl

@@ -1,0 +1,156 @@
+// StructuredCompiler + GrammarConstraint over the tiny model's real vocabulary: text
+// sampled token by token under the mask (a seeded random walk over the allowed ids)
+// must be accepted by an independent check — the JSON Schema validator, std::regex,
+// the choice list, and for forced tool calls the tool parser with the arguments
+// validated against the tool's schema.
+#include "server/structured_constraint.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "expect_api_error.h"
+#include "structured/json_schema_validate.h"
+#include "text/tokenizer.h"
+
+namespace vtllm::server {
+namespace {
+
+const text::Tokenizer& tokenizer() {
+  static const text::Tokenizer t =
+      text::Tokenizer::from_dir(std::string(VTLLM_SOURCE_DIR) + "/models/tiny-qwen3.5");
+  return t;
+}
+
+StructuredCompiler& compiler() {
+  static StructuredCompiler c(tokenizer(), 0, {4098});
+  return c;
+}
+
+// Walks the grammar: each step takes the stop token when allowed (after 8 steps), else
+// a closing quote or bracket when one is allowed (3 times in 5), else a random allowed
+// id. Returns the text; fails when no end comes within `cap` tokens.
+std::string walk(std::shared_ptr<const structured::CompiledGrammar> g, uint32_t seed,
+                 size_t cap = 600) {
+  GrammarConstraint c(std::move(g));
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> words(compiler().vocab().mask_words());
+  std::vector<int32_t> ids;
+  for (size_t step = 0; step < cap && !c.terminated(); ++step) {
+    c.fill_bitmask(words);
+    std::vector<int32_t> allowed;
+    for (size_t t = 0; t < compiler().vocab().size(); ++t)
+      if (words[t / 32] >> (t % 32) & 1u) allowed.push_back(int32_t(t));
+    EXPECT_FALSE(allowed.empty()) << "dead end after " << ids.size() << " tokens";
+    if (allowed.empty()) break;
+    int32_t pick = allowed[rng() % allowed.size()];
+    std::vector<int32_t> closers;  // single-byte tokens that end a string, object or array
+    for (int32_t t : allowed) {
+      const std::string_view b = compiler().vocab().bytes(t);
+      if (b == "\"" || b == "}" || b == "]") closers.push_back(t);
+    }
+    if (std::find(allowed.begin(), allowed.end(), 4098) != allowed.end() && step > 8)
+      pick = 4098;
+    else if (!closers.empty() && rng() % 5 < 3)
+      pick = closers[rng() % closers.size()];
+    EXPECT_TRUE(c.accept(pick));
+    if (pick != 4098) ids.push_back(pick);
+  }
+  EXPECT_TRUE(c.terminated()) << "no end within " << cap << " tokens";
+  return tokenizer().decode(ids, false);
+}
+
+TEST(StructuredConstraint, JsonSchemaOutputsValidate) {
+  const nlohmann::json schema = nlohmann::json::parse(R"({
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 12},
+                   "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                   "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
+    "required": ["name", "age"]})");
+  StructuredOutput so;
+  so.schema_json = schema.dump();
+  so.param = "response_format.json_schema.schema";
+  const auto g = compiler().compile(so);
+  EXPECT_EQ(g, compiler().compile(so));  // cached by its text
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    const std::string text = walk(g, seed);
+    const nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_FALSE(v.is_discarded()) << text;
+    const auto bad = structured::validate_json_schema(v, schema);
+    EXPECT_FALSE(bad) << text << ": " << (bad ? bad->message : "");
+  }
+}
+
+TEST(StructuredConstraint, RegexChoiceAndJsonObject) {
+  StructuredOutput re;
+  re.kind = StructuredOutput::Kind::kRegex;
+  re.regex = "[a-c]{2,4}-[0-9]+";
+  StructuredOutput choice;
+  choice.kind = StructuredOutput::Kind::kChoice;
+  choice.choices = {"yes", "no", "maybe so"};
+  StructuredOutput obj;
+  obj.kind = StructuredOutput::Kind::kJsonObject;
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    const std::string r = walk(compiler().compile(re), seed);
+    EXPECT_TRUE(std::regex_match(r, std::regex(re.regex))) << r;
+    const std::string c = walk(compiler().compile(choice), seed);
+    EXPECT_NE(std::find(choice.choices.begin(), choice.choices.end(), c), choice.choices.end())
+        << c;
+    const nlohmann::json o =
+        nlohmann::json::parse(walk(compiler().compile(obj), seed), nullptr, false);
+    EXPECT_TRUE(o.is_object()) << o.dump();
+  }
+}
+
+TEST(StructuredConstraint, ForcedToolCallsParseWithValidArguments) {
+  const std::vector<ToolFunction> tools = {
+      {"get_weather", R"({"type": "object", "properties": {"city": {"type": "string",
+        "maxLength": 10}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+        "required": ["city", "days"]})"},
+      {"lookup", R"({"type": "object", "properties": {"q": {"type": "string", "maxLength": 8}},
+        "required": ["q"]})"}};
+  for (ToolCallFormat f : {ToolCallFormat::kQwen3Coder, ToolCallFormat::kHermes}) {
+    for (const std::string name : {"", "lookup"}) {
+      const auto g = compiler().compile_tool_call(tools, name, false, f);
+      for (uint32_t seed = 1; seed <= 4; ++seed) {
+        const std::string text = walk(g, seed);
+        const ExtractedToolCalls out = extract_tool_calls(f, text, tools);
+        ASSERT_EQ(out.calls.size(), 1u) << text;
+        if (!name.empty()) {
+          EXPECT_EQ(out.calls[0].name, name);
+        }
+        const ToolFunction& t = out.calls[0].name == "lookup" ? tools[1] : tools[0];
+        const auto bad =
+            structured::validate_json_schema(nlohmann::json::parse(out.calls[0].arguments),
+                                             nlohmann::json::parse(t.parameters_json));
+        EXPECT_FALSE(bad) << text << " -> " << out.calls[0].arguments;
+      }
+    }
+  }
+}
+
+TEST(StructuredConstraint, UnsupportedSchemasAreA400NamingTheField) {
+  StructuredOutput so;
+  so.schema_json = R"({"type": "integer", "multipleOf": 3})";
+  so.param = "structured_outputs.json";
+  try {
+    compiler().compile(so);
+    ADD_FAILURE() << "multipleOf compiled";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "structured_outputs.json");
+    EXPECT_NE(std::string(e.what()).find("multipleOf"), std::string::npos) << e.what();
+  }
+  StructuredOutput g;
+  g.kind = StructuredOutput::Kind::kGrammar;
+  g.grammar = "root ::= (";
+  g.param = "structured_outputs.grammar";
+  EXPECT_API_ERROR(compiler().compile(g), 400, "structured_outputs.grammar", "invalid_value");
+}
+
+}  // namespace
+}  // namespace vtllm::server

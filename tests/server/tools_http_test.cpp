@@ -1,0 +1,422 @@
+// tools, tool_choice, response_format, structured_outputs and the reasoning split:
+// request validation (each error a 400 naming the field), what reaches the chat
+// template, and the replies the tool and reasoning parsers shape, whole and streamed,
+// from a fake model that writes a scripted Qwen3.5 tool-call turn.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "expect_api_error.h"
+#include "server/protocol.h"
+#include "structured/json_schema_validate.h"
+#include "test_server.h"
+
+namespace vtllm::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+using testing::ScriptedOutput;
+using testing::TestServer;
+using testing::TestServerOptions;
+
+json weather_tool() {
+  return {{"type", "function"},
+          {"function",
+           {{"name", "get_weather"},
+            {"description", "Weather for a city"},
+            {"parameters",
+             {{"type", "object"},
+              {"properties", {{"city", {{"type", "string"}}}, {"days", {{"type", "integer"}}}}},
+              {"required", {"city"}}}}}}};
+}
+
+json chat_body(json extra = json::object()) {
+  json b = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+            {"max_tokens", 1000},
+            {"temperature", 0}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) b[it.key()] = it.value();
+  return b;
+}
+
+ChatCompletionRequest parse(const json& body) { return parse_chat_completion_request(body.dump()); }
+
+TEST(ToolsProtocol, ParsesToolsAndToolChoice) {
+  ChatCompletionRequest r = parse(chat_body({{"tools", {weather_tool()}}}));
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_EQ(r.tools[0].name, "get_weather");
+  EXPECT_EQ(json::parse(r.tools[0].parameters_json), weather_tool()["function"]["parameters"]);
+  EXPECT_EQ(r.tool_choice, ToolChoice::kAuto);  // the default with tools
+  EXPECT_TRUE(r.parallel_tool_calls);
+  // Key order as the client wrote it (the template's tojson shows it).
+  EXPECT_EQ(r.tools_json, json::array({weather_tool()}).dump());
+
+  EXPECT_EQ(parse(chat_body()).tool_choice, ToolChoice::kNone);
+  EXPECT_EQ(parse(chat_body({{"tools", {weather_tool()}}, {"tool_choice", "none"}})).tool_choice,
+            ToolChoice::kNone);
+  EXPECT_EQ(
+      parse(chat_body({{"tools", {weather_tool()}}, {"tool_choice", "required"}})).tool_choice,
+      ToolChoice::kRequired);
+  EXPECT_EQ(parse(chat_body({{"tools", json::array()}, {"tool_choice", "required"}})).tool_choice,
+            ToolChoice::kNone);
+  r = parse(
+      chat_body({{"tools", {weather_tool()}},
+                 {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+                 {"parallel_tool_calls", false}}));
+  EXPECT_EQ(r.tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(r.tool_choice_name, "get_weather");
+  EXPECT_FALSE(r.parallel_tool_calls);
+}
+
+TEST(ToolsProtocol, BadToolFieldsNameTheField) {
+  EXPECT_API_ERROR(parse(chat_body({{"tools", "x"}})), 400, "tools", "invalid_type");
+  EXPECT_API_ERROR(parse(chat_body({{"tools", {{{"type", "function"}}}}})), 400,
+                   "tools[0].function", "missing_field");
+  EXPECT_API_ERROR(parse(chat_body({{"tools", {{{"function", {{"description", "d"}}}}}}})), 400,
+                   "tools[0].function.name", "missing_field");
+  EXPECT_API_ERROR(
+      parse(
+          chat_body({{"tools", {{{"type", "code_interpreter"}, {"function", {{"name", "f"}}}}}}})),
+      400, "tools[0].type", "unsupported");
+  EXPECT_API_ERROR(parse(chat_body({{"tool_choice", "auto"}})), 400, "tool_choice",
+                   "invalid_value");
+  EXPECT_API_ERROR(parse(chat_body({{"tools", {weather_tool()}}, {"tool_choice", "sometimes"}})),
+                   400, "tool_choice", "invalid_value");
+  EXPECT_API_ERROR(
+      parse(chat_body({{"tools", {weather_tool()}},
+                       {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}})),
+      400, "tool_choice", "invalid_value");
+  EXPECT_API_ERROR(
+      parse(chat_body({{"tools", {weather_tool()}}, {"tool_choice", {{"type", "function"}}}})), 400,
+      "tool_choice.function", "invalid_value");
+  EXPECT_API_ERROR(parse(chat_body({{"parallel_tool_calls", "yes"}})), 400, "parallel_tool_calls",
+                   "invalid_type");
+}
+
+TEST(ToolsProtocol, AssistantToolCallsReachTheTemplateAsObjects) {
+  json body = chat_body();
+  body["messages"].push_back(
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls",
+        {{{"id", "call_1"},
+          {"type", "function"},
+          {"function",
+           {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\", \"days\": 2}"}}}}}}});
+  body["messages"].push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "sunny"}});
+  const ChatCompletionRequest r = parse(body);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_TRUE(r.messages[1].content_null);
+  EXPECT_EQ(json::parse(r.messages[1].tool_calls_json)[0]["function"]["arguments"],
+            json({{"city", "Paris"}, {"days", 2}}));
+  EXPECT_EQ(r.messages[2].tool_call_id, "call_1");
+
+  body["messages"][1]["tool_calls"][0]["function"]["arguments"] = "{not json";
+  EXPECT_API_ERROR(parse(body), 400, "messages[1].tool_calls[0].function.arguments",
+                   "invalid_json");
+}
+
+TEST(ToolsProtocol, StructuredOutputFields) {
+  const json schema = {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}};
+  ChatCompletionRequest r = parse(
+      chat_body({{"response_format",
+                  {{"type", "json_schema"},
+                   {"json_schema", {{"name", "s"}, {"schema", schema}, {"strict", true}}}}}}));
+  ASSERT_TRUE(r.gen.structured);
+  EXPECT_EQ(r.gen.structured->kind, StructuredOutput::Kind::kJson);
+  EXPECT_TRUE(r.gen.structured->strict);
+  EXPECT_EQ(nlohmann::json::parse(r.gen.structured->schema_json), nlohmann::json(schema));
+  EXPECT_EQ(r.gen.structured->param, "response_format.json_schema.schema");
+  // The client's key order is kept (the grammar lists properties in that order).
+  const json ordered = {
+      {"type", "object"},
+      {"properties", {{"z", {{"type", "string"}}}, {"a", {{"type", "integer"}}}}}};
+  EXPECT_EQ(
+      parse(chat_body({{"structured_outputs", {{"json", ordered}}}})).gen.structured->schema_json,
+      ordered.dump());
+  EXPECT_EQ(parse(chat_body({{"guided_json", ordered.dump()}})).gen.structured->schema_json,
+            ordered.dump());
+
+  r = parse(chat_body({{"response_format", {{"type", "json_object"}}}}));
+  EXPECT_EQ(r.gen.structured->kind, StructuredOutput::Kind::kJsonObject);
+  EXPECT_FALSE(parse(chat_body({{"response_format", {{"type", "text"}}}})).gen.structured);
+
+  r = parse(chat_body({{"structured_outputs", {{"choice", {"yes", "no"}}}}}));
+  EXPECT_EQ(r.gen.structured->kind, StructuredOutput::Kind::kChoice);
+  EXPECT_EQ(r.gen.structured->choices, (std::vector<std::string>{"yes", "no"}));
+  r = parse(chat_body({{"structured_outputs", {{"regex", "[0-9]+"}}}}));
+  EXPECT_EQ(r.gen.structured->regex, "[0-9]+");
+  r = parse(chat_body({{"guided_json", schema.dump()}}));  // a schema's text works too
+  EXPECT_EQ(r.gen.structured->kind, StructuredOutput::Kind::kJson);
+  EXPECT_EQ(r.gen.structured->param, "guided_json");
+  r = parse(chat_body({{"guided_grammar", "root ::= \"a\""}}));
+  EXPECT_EQ(r.gen.structured->grammar, "root ::= \"a\"");
+  // Completions take structured_outputs and the guided_* names too.
+  const CompletionRequest c = parse_completion_request(
+      json({{"prompt", "x"}, {"structured_outputs", {{"json_object", true}}}}).dump());
+  EXPECT_EQ(c.gen.structured->kind, StructuredOutput::Kind::kJsonObject);
+
+  EXPECT_API_ERROR(parse(chat_body({{"response_format", {{"type", "yaml"}}}})), 400,
+                   "response_format.type", "unsupported");
+  EXPECT_API_ERROR(parse(chat_body({{"response_format", {{"type", "json_schema"}}}})), 400,
+                   "response_format.json_schema", "missing_field");
+  EXPECT_API_ERROR(
+      parse(chat_body(
+          {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}}}})),
+      400, "response_format.json_schema.name", "missing_field");
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"regex", ""}}}})), 400,
+                   "structured_outputs.regex", "invalid_type");
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"choice", json::array()}}}})), 400,
+                   "structured_outputs.choice", "invalid_type");
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", json::object()}})), 400,
+                   "structured_outputs", "invalid_value");
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"regex", "a"}, {"choice", {"b"}}}}})),
+                   400, "structured_outputs.choice", "invalid_value");
+  EXPECT_API_ERROR(
+      parse(chat_body({{"guided_regex", "a"}, {"response_format", {{"type", "json_object"}}}})),
+      400, "response_format", "invalid_value");
+  EXPECT_API_ERROR(parse(chat_body({{"guided_json", "{oops"}})), 400, "guided_json",
+                   "invalid_json");
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"structural_tag", "x"}}}})), 400,
+                   "structured_outputs.structural_tag", "unsupported");
+}
+
+// A TestServer whose fake model writes `turn` after the prompt of `body`.
+struct Scripted {
+  std::shared_ptr<ScriptedOutput> script = std::make_shared<ScriptedOutput>();
+  std::unique_ptr<TestServer> server;
+
+  Scripted(TestServerOptions o, const json& body, const std::string& turn) {
+    o.script = script;
+    server = std::make_unique<TestServer>(o);
+    auto r = server->client()->Post("/tokenize", body.dump(), "application/json");
+    EXPECT_EQ(r->status, 200) << r->body;
+    script->ids = server->tokenizer().encode(turn, false);
+    script->start = json::parse(r->body)["count"].get<int64_t>();
+  }
+};
+
+// Room for the tools' system prompt (long in the tiny vocabulary), and the real
+// Qwen3.5 template (the tiny model's own is Qwen3's).
+TestServerOptions long_context() {
+  TestServerOptions o;
+  o.max_model_len = 4096;
+  o.max_num_seqs = 4;
+  o.chat_template_file =
+      std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3_5-tiny-vl/chat_template.jinja";
+  return o;
+}
+
+TestServerOptions parsers() {
+  TestServerOptions o = long_context();
+  o.tool_call_parser = ToolCallFormat::kQwen3Coder;
+  o.enable_auto_tool_choice = true;
+  o.reasoning_parser = ReasoningFormat::kQwen3;
+  return o;
+}
+
+json post(TestServer& s, const std::string& path, const json& body, int want_status = 200) {
+  auto r = s.client()->Post(path, body.dump(), "application/json");
+  EXPECT_TRUE(r);
+  if (!r) return json();
+  EXPECT_EQ(r->status, want_status) << r->body;
+  return json::parse(r->body);
+}
+
+TEST(ToolsHttp, AutoToolChoiceNeedsTheFlags) {
+  TestServer s(long_context());
+  const json e = post(s, "/v1/chat/completions", chat_body({{"tools", {weather_tool()}}}), 400);
+  EXPECT_EQ(e["error"]["param"], "tool_choice");
+  EXPECT_EQ(e["error"]["message"],
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be "
+            "set");
+  // tool_choice none with tools: the template sees them, nothing is parsed.
+  const json ok = post(s, "/v1/chat/completions",
+                       chat_body({{"tools", {weather_tool()}}, {"tool_choice", "none"}}));
+  EXPECT_FALSE(ok["choices"][0]["message"].contains("tool_calls"));
+}
+
+// The fake model's greedy choice is masked by each constraint: what comes back must
+// satisfy it (checked by the schema validator, std::regex, the choice list, the tool
+// parser), whole and streamed.
+TEST(ToolsHttp, ConstrainedRepliesSatisfyTheirConstraint) {
+  TestServer s(parsers());
+  const nlohmann::json schema = nlohmann::json::parse(R"({"type": "object",
+      "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9},
+                     "e": {"enum": ["x", "y"]}},
+      "required": ["n", "e"], "additionalProperties": false})");
+  auto text_of = [&](const json& body) {
+    const json r = post(s, "/v1/chat/completions", body);
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << r.dump();
+    return r["choices"][0]["message"]["content"].get<std::string>();
+  };
+  const json rf = {{"type", "json_schema"},
+                   {"json_schema", {{"name", "s"}, {"schema", json::parse(schema.dump())}}}};
+  for (const json& body :
+       {chat_body({{"response_format", rf}}),
+        chat_body({{"structured_outputs", {{"json", json::parse(schema.dump())}}}}),
+        chat_body({{"guided_json", schema.dump()}})}) {
+    const std::string out = text_of(body);
+    const nlohmann::json v = nlohmann::json::parse(out, nullptr, false);
+    ASSERT_FALSE(v.is_discarded()) << out;
+    EXPECT_FALSE(structured::validate_json_schema(v, schema)) << out;
+  }
+  const std::string re =
+      text_of(chat_body({{"structured_outputs", {{"regex", "[ab]{1,3}c[0-9]"}}}}));
+  EXPECT_TRUE(std::regex_match(re, std::regex("[ab]{1,3}c[0-9]"))) << re;
+  const std::string ch = text_of(chat_body({{"guided_choice", {"yes", "no", "maybe"}}}));
+  EXPECT_TRUE(ch == "yes" || ch == "no" || ch == "maybe") << ch;
+  // Completions too.
+  const json c = post(s, "/v1/completions",
+                      json({{"prompt", "x"},
+                            {"max_tokens", 20},
+                            {"temperature", 0},
+                            {"guided_choice", {"alpha", "beta"}}}));
+  const std::string ct = c["choices"][0]["text"];
+  EXPECT_TRUE(ct == "alpha" || ct == "beta") << ct;
+
+  // A named tool_choice forces a call of that tool with valid arguments.
+  const json tool = {{"type", "function"},
+                     {"function",
+                      {{"name", "set_mode"},
+                       {"parameters",
+                        {{"type", "object"},
+                         {"properties",
+                          {{"mode", {{"enum", {"fast", "slow"}}}},
+                           {"level", {{"type", "integer"}, {"minimum", 1}, {"maximum", 5}}}}},
+                         {"required", {"mode", "level"}}}}}}};
+  const json named =
+      chat_body({{"tools", {tool, weather_tool()}},
+                 {"tool_choice", {{"type", "function"}, {"function", {{"name", "set_mode"}}}}}});
+  const json r = post(s, "/v1/chat/completions", named);
+  const json& m = r["choices"][0]["message"];
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << r.dump();
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "set_mode");
+  const nlohmann::json args =
+      nlohmann::json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_FALSE(structured::validate_json_schema(
+      args, nlohmann::json::parse(tool["function"]["parameters"].dump())))
+      << args.dump();
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+
+  // An unsupported schema is a 400 naming the field and the keyword.
+  const json bad = post(
+      s, "/v1/chat/completions",
+      chat_body({{"structured_outputs", {{"json", {{"type", "integer"}, {"multipleOf", 2}}}}}}),
+      400);
+  EXPECT_EQ(bad["error"]["param"], "structured_outputs.json");
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("multipleOf"), std::string::npos);
+  // A forced call needs the calls' format.
+  TestServer plain(long_context());
+  const json np = post(plain, "/v1/chat/completions",
+                       chat_body({{"tools", {weather_tool()}}, {"tool_choice", "required"}}), 400);
+  EXPECT_EQ(np["error"]["param"], "tool_choice");
+}
+
+TEST(ToolsHttp, ToolsAndThinkingSwitchReachTheTemplate) {
+  TestServer s(long_context());
+  auto prompt_of = [&](const json& body) {
+    const json t = post(s, "/tokenize", body);
+    return s.tokenizer().decode(t["tokens"].get<std::vector<int32_t>>(), false);
+  };
+  const std::string with_tools = prompt_of(chat_body({{"tools", {weather_tool()}}}));
+  // The Qwen3.5 template writes each tool with tojson, in the client's key order.
+  EXPECT_NE(with_tools.find("# Tools"), std::string::npos) << with_tools;
+  EXPECT_NE(with_tools.find(R"({"type": "function", "function": {"name": "get_weather", )"
+                            R"("description": "Weather for a city", "parameters": )"),
+            std::string::npos)
+      << with_tools;
+  const std::string thinking = prompt_of(chat_body());
+  EXPECT_TRUE(thinking.ends_with("<|im_start|>assistant\n<think>\n")) << thinking;
+  const std::string no_thinking =
+      prompt_of(chat_body({{"chat_template_kwargs", {{"enable_thinking", false}}}}));
+  EXPECT_TRUE(no_thinking.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"))
+      << no_thinking;
+}
+
+const std::string kTurn =
+    "The user wants weather.\n</think>\n\nChecking.\n\n<tool_call>\n<function=get_weather>\n"
+    "<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n"
+    "</tool_call>";
+
+TEST(ToolsHttp, ReplyCarriesReasoningAndToolCalls) {
+  const json body = chat_body({{"tools", {weather_tool()}}});
+  Scripted sc(parsers(), body, kTurn);
+  const json r = post(*sc.server, "/v1/chat/completions", body);
+  const json& c = r["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "tool_calls");
+  const json& m = c["message"];
+  EXPECT_EQ(m["reasoning"], "The user wants weather.\n");
+  EXPECT_EQ(m["reasoning_content"], m["reasoning"]);
+  EXPECT_EQ(m["content"], "\n\nChecking.\n\n");
+  ASSERT_EQ(m["tool_calls"].size(), 1u);
+  const json& call = m["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(call["function"]["arguments"], R"({"city": "Paris", "days": 3})");
+}
+
+TEST(ToolsHttp, StreamedDeltasReassembleToTheReply) {
+  const json body = chat_body({{"tools", {weather_tool()}}});
+  Scripted sc(parsers(), body, kTurn);
+  json sbody = body;
+  sbody["stream"] = true;
+  auto r = sc.server->client()->Post("/v1/chat/completions", sbody.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::string reasoning, content, name, args, id, finish;
+  int header_deltas = 0;
+  size_t at = 0;
+  while ((at = r->body.find("data: ", at)) != std::string::npos) {
+    const size_t end = r->body.find("\n\n", at);
+    const std::string ev = r->body.substr(at + 6, end - at - 6);
+    at = end;
+    if (ev == "[DONE]") break;
+    const json c = json::parse(ev)["choices"][0];
+    const json& d = c["delta"];
+    if (d.contains("reasoning")) {
+      reasoning += d["reasoning"].get<std::string>();
+      EXPECT_EQ(d["reasoning_content"], d["reasoning"]);
+    }
+    if (d.contains("content")) content += d["content"].get<std::string>();
+    if (d.contains("tool_calls")) {
+      for (const json& t : d["tool_calls"]) {
+        EXPECT_EQ(t["index"], 0);
+        if (t.contains("id")) {
+          ++header_deltas;
+          id = t["id"];
+          name = t["function"]["name"];
+          EXPECT_EQ(t["type"], "function");
+        } else {
+          EXPECT_FALSE(t["function"].contains("name"));
+        }
+        args += t["function"]["arguments"].get<std::string>();
+      }
+    }
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(header_deltas, 1);
+  EXPECT_EQ(id.rfind("call_", 0), 0u);
+  EXPECT_EQ(reasoning, "The user wants weather.\n");
+  EXPECT_EQ(content, "\n\nChecking.\n\n");
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(args, R"({"city": "Paris", "days": 3})");
+  EXPECT_EQ(finish, "tool_calls");
+}
+
+TEST(ToolsHttp, ThinkingOffLeavesTheOutputContent) {
+  json body = chat_body({{"chat_template_kwargs", {{"enable_thinking", false}}}});
+  Scripted sc(parsers(), body, "Plain </think> answer.");
+  const json r = post(*sc.server, "/v1/chat/completions", body);
+  const json& m = r["choices"][0]["message"];
+  EXPECT_EQ(m["content"], "Plain </think> answer.");
+  EXPECT_FALSE(m.contains("reasoning"));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+}
+
+}  // namespace
+}  // namespace vtllm::server
