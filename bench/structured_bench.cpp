@@ -3,7 +3,7 @@
 // while replaying tokenized documents of each grammar's language, next to
 // the targets of issue 20 (mask p50 <= 30 us, p99 <= 200 us; compile <= 5 ms).
 //
-//   VTLLM_TOKENIZER_JSON=.../tokenizer-qwen3/models/tokenizer.json build/bench/structured_bench
+//   build/bench/structured_bench .../tokenizer-qwen3/models/tokenizer.json
 //
 // "cold" is the first document of a grammar (every automaton state and mask
 // new); "all" is every step of every document with the CompiledGrammar shared
@@ -132,12 +132,12 @@ void run(const Workload& w, const vtllm::text::Tokenizer& tok, const TokenVocab&
 
 }  // namespace
 
-int main() {
-  const char* path = std::getenv("VTLLM_TOKENIZER_JSON");
-  if (!path) {
-    std::fprintf(stderr, "set VTLLM_TOKENIZER_JSON to Qwen3's tokenizer.json\n");
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: structured_bench QWEN3_TOKENIZER_JSON\n");
     return 2;
   }
+  const char* path = argv[1];
   try {
     const vtllm::text::Tokenizer tok = vtllm::text::Tokenizer::from_file(path);
     const TokenId stop = *tok.token_to_id("<|im_end|>");
