@@ -19,6 +19,14 @@
 
 namespace vtllm::structured {
 
+// The value of the hex digit c (0-9, a-f, A-F), or -1: the grammar front ends' escapes.
+inline int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 using ByteSet = std::bitset<256>;
 
 // One element of an alternative: bytes (one byte from byte_sets[index]) or a

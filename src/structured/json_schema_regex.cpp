@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "structured/grammar.h"
 #include "structured/json_schema.h"
 #include "structured/json_schema_gbnf.h"
 
@@ -251,9 +252,10 @@ class RegexTranslator {
   uint32_t hex(int digits) {
     uint32_t v = 0;
     for (int k = 0; k < digits; ++k) {
-      if (at_end() || !std::isxdigit(static_cast<unsigned char>(p_[i_]))) fail("bad hex escape");
-      char h = p_[i_++];
-      v = v * 16 + (h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+      const int d = at_end() ? -1 : hex_digit_value(p_[i_]);
+      if (d < 0) fail("bad hex escape");
+      ++i_;
+      v = v * 16 + uint32_t(d);
     }
     return v;
   }

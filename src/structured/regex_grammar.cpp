@@ -314,17 +314,8 @@ class RegexParser {
   char32_t hex(int digits, size_t at) {
     char32_t v = 0;
     for (int i = 0; i < digits; ++i) {
-      const char c = peek();
-      int d;
-      if (c >= '0' && c <= '9') {
-        d = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        d = c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        d = c - 'A' + 10;
-      } else {
-        fail_at(at, "escape needs ", digits, " hex digits");
-      }
+      const int d = hex_digit_value(peek());
+      if (d < 0) fail_at(at, "escape needs ", digits, " hex digits");
       v = v * 16 + static_cast<char32_t>(d);
       ++pos_;
     }
