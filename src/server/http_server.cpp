@@ -127,7 +127,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     socket_.close(ec);
     read_timer_.cancel();
     write_timer_.cancel();
-    for (auto& s : pending_) s->abandon();
+    for (auto& s : pending_) {
+      // A response already under way is logged with the status it sent: the
+      // client may close as soon as it has read the last byte, before on_write.
+      if (srv_.config.access_log && s->started()) log_access(*s);
+      s->abandon();
+    }
     pending_.clear();
     srv_.forget(this);
   }
