@@ -628,15 +628,16 @@ void parse_tools(const JsonFields& f, OrderedBody& ordered, ChatCompletionReques
     throw ApiError::bad_request(
         "tool_choice.function.name",
         str_cat("'tool_choice.function.name' must be a non-empty string; ", usage));
+  const std::string& wanted = name->get_ref<const std::string&>();
   bool known = false;
-  for (const ToolFunction& tf : r.tools) known = known || tf.name == *name;
+  for (const ToolFunction& tf : r.tools) known = known || tf.name == wanted;
   if (!known) {
     throw ApiError::bad_request("tool_choice",
-                                str_cat("the tool '", name->get<std::string>(),
+                                str_cat("the tool '", wanted,
                                         "' named in 'tool_choice' is not one of the 'tools'"));
   }
   r.tool_choice = ToolChoice::kNamed;
-  r.tool_choice_name = name->get<std::string>();
+  r.tool_choice_name = wanted;
 }
 
 // A JSON Schema's text with the client's key order (nlohmann::json sorts keys, and the
