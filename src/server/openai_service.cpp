@@ -75,7 +75,7 @@ HttpReply OpenAiService::tokenize(std::string_view body) const {
     const JsonFields f(j);
     std::vector<int32_t> ids;
     if (f.find("messages")) {
-      ids = render_chat(parse_chat_completion_request(body));
+      ids = chat_prompt(parse_chat_completion_request(body)).ids;  // media expanded, as vLLM
     } else {
       const std::optional<std::string> prompt = f.opt_string("prompt");
       if (!prompt)
@@ -185,6 +185,30 @@ void OpenAiService::check_capabilities(const ChatCompletionRequest* chat) const 
   }
 }
 
+namespace {
+
+std::vector<MediaRef> media_refs(const ChatCompletionRequest& r) {
+  std::vector<MediaRef> refs;
+  for (const ChatMessage& m : r.messages)
+    for (const ContentPart& p : m.parts)
+      if (p.kind != ContentPart::Kind::kText)
+        refs.push_back({p.kind == ContentPart::Kind::kImage ? multimodal::MediaKind::kImage
+                                                            : multimodal::MediaKind::kVideo,
+                        p.url, p.param});
+  return refs;
+}
+
+bool has_media(const ChatCompletionRequest& r) { return !media_refs(r).empty(); }
+
+}  // namespace
+
+MediaPrompt OpenAiService::chat_prompt(const ChatCompletionRequest& r, std::string* text) const {
+  const std::vector<MediaRef> refs = media_refs(r);
+  if (refs.empty()) return {render_chat(r, text), nullptr};
+  check_media_allowed(config_.media, refs);  // before the template sees the parts
+  return prepare_media_prompt(config_.media, refs, render_chat(r, text), tokenizer_);
+}
+
 engine::ConstraintFactory OpenAiService::constraint_for(const GenerationRequest& gen,
                                                         const ChatCompletionRequest* chat) {
   // A forced call (required: one or, with parallel_tool_calls, more; named: exactly
@@ -281,27 +305,14 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
                                   "overloaded");
     }
     if (chat) {
-      std::vector<MediaRef> refs;
-      for (const ChatMessage& m : chat_req->messages)
-        for (const ContentPart& p : m.parts)
-          if (p.kind != ContentPart::Kind::kText)
-            refs.push_back({p.kind == ContentPart::Kind::kImage ? multimodal::MediaKind::kImage
-                                                                : multimodal::MediaKind::kVideo,
-                            p.url, p.param});
+      if (gen.truncate_prompt_tokens && has_media(*chat_req))
+        throw ApiError::bad_request("truncate_prompt_tokens",
+                                    "'truncate_prompt_tokens' cannot cut a prompt with images "
+                                    "or videos");
       std::string prompt_text;
-      if (refs.empty()) {
-        spec.prompts.push_back(render_chat(*chat_req, &prompt_text));
-      } else {
-        if (gen.truncate_prompt_tokens)
-          throw ApiError::bad_request("truncate_prompt_tokens",
-                                      "'truncate_prompt_tokens' cannot cut a prompt with images "
-                                      "or videos");
-        check_media_allowed(config_.media, refs);  // before the template sees the parts
-        MediaPrompt mp = prepare_media_prompt(config_.media, refs,
-                                              render_chat(*chat_req, &prompt_text), tokenizer_);
-        spec.prompts.push_back(std::move(mp.ids));
-        spec.mm.push_back(std::move(mp.mm));
-      }
+      MediaPrompt mp = chat_prompt(*chat_req, &prompt_text);
+      spec.prompts.push_back(std::move(mp.ids));
+      if (mp.mm) spec.mm.push_back(std::move(mp.mm));
       // The reasoning split runs unless the prompt already closed the reasoning
       // (enable_thinking false) or a structured output constrains the text from its
       // first token (it is all content; vLLM instead starts the grammar after the

@@ -103,6 +103,9 @@ class OpenAiService {
   // The prompt's ids; `text`, when given, receives the rendered prompt.
   std::vector<int32_t> render_chat(const ChatCompletionRequest& r,
                                    std::string* text = nullptr) const;
+  // The chat's prompt as the engine sees it: ids with every image and video
+  // expanded, and their inputs (mm null without media). A bad medium is a 400.
+  MediaPrompt chat_prompt(const ChatCompletionRequest& r, std::string* text = nullptr) const;
   // 400 for tool_choice "auto" without the flags, or a forced call without a parser.
   void check_capabilities(const ChatCompletionRequest* chat) const;
   // The request's constraint (structured outputs, a forced tool call) compiled to a

@@ -4,6 +4,7 @@
 // rendered with {"type": "image"} items, the pads expanded in the text, then tokenized.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -201,6 +202,39 @@ TEST_F(MmChat, ImageAndVideoPartsReachTheEngineExpanded) {
   EXPECT_EQ(model_->prompts[0], tokenizer_->encode(text, false));
   EXPECT_EQ(model_->embedded_rows, 6 + 8 + 1);
   EXPECT_GT(model_->mrope_steps, 0);
+}
+
+// vLLM's /tokenize runs the media processor: a chat's ids are the expanded ones the
+// engine would run, and a bad medium is a 400 there too.
+TEST_F(MmChat, TokenizeExpandsMediaAsTheEngineSeesThem) {
+  MediaConfig media;
+  media.vision = true;
+  start(media);
+  const json content =
+      json::array({{{"type", "text"}, {"text", "Look"}},
+                   {{"type", "image_url"}, {"image_url", {{"url", data_url("img 4 6")}}}}});
+  const json messages = json::array({{{"role", "user"}, {"content", content}}});
+  const HttpReply tok = service_->tokenize(json({{"messages", messages}}).dump());
+  ASSERT_EQ(tok.status, 200) << tok.body;
+  const json j = json::parse(tok.body);
+  const HttpReply r = chat(content);
+  ASSERT_EQ(r.status, 200) << r.body;
+  {
+    std::lock_guard lock(model_->mu_);
+    ASSERT_EQ(model_->prompts.size(), 1u);
+    EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), model_->prompts[0]);
+  }
+  EXPECT_EQ(j["count"], json::parse(r.body)["usage"]["prompt_tokens"]);
+  const int32_t pad = *tokenizer_->token_to_id("<|image_pad|>");
+  EXPECT_EQ(std::count(j["tokens"].begin(), j["tokens"].end(), pad), 6);
+
+  const json bad = json::array(
+      {{{"role", "user"},
+        {"content",
+         json::array({{{"type", "image_url"}, {"image_url", {{"url", data_url("GIF89a x")}}}}})}}});
+  const HttpReply b = service_->tokenize(json({{"messages", bad}}).dump());
+  EXPECT_EQ(b.status, 400) << b.body;
+  EXPECT_NE(b.body.find("corrupt"), std::string::npos) << b.body;
 }
 
 TEST_F(MmChat, BadMediaAreFourHundreds) {
