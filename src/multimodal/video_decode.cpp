@@ -57,7 +57,7 @@ std::string av_error(int code) {
   return buf;
 }
 
-[[noreturn]] void fail(const std::string& what) { throw MediaError("video: " + what); }
+[[noreturn]] void fail(const std::string& what) { throw MediaError(what); }
 
 void silence_libav() {
   static std::once_flag once;
