@@ -134,7 +134,7 @@ Value Interpreter::binary(const std::string& op, const Value& a, const Value& b)
       return Value(a.as_string() + b.as_string());
     }
     if ((a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple())) {
-      check_size(a.items().size() + b.items().size());
+      check_size((a.items().size() + b.items().size()) * sizeof(Value));
       std::vector<Value> items = a.items();
       items.insert(items.end(), b.items().begin(), b.items().end());
       return a.is_list() ? Value::list(std::move(items)) : Value::tuple(std::move(items));
@@ -161,7 +161,8 @@ Value Interpreter::binary(const std::string& op, const Value& a, const Value& b)
     const Value* count = seq == &a ? &b : &a;
     if (seq && (seq->is_string() || seq->is_sequence())) {
       int64_t n = std::max<int64_t>(0, int_of(*count));
-      size_t unit = seq->is_string() ? seq->as_string().size() : seq->items().size();
+      size_t unit =
+          seq->is_string() ? seq->as_string().size() : seq->items().size() * sizeof(Value);
       if (unit && static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) check_size(SIZE_MAX);
       if (seq->is_string()) {
         std::string out;

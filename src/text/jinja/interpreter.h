@@ -48,8 +48,9 @@ class Interpreter {
   bool contains(const Value& container, const Value& item);
   // The items a for-loop (or list()) walks: list items, dict keys, string characters.
   std::vector<Value> iterate(const Value& v);
-  // Throws TemplateError(Limit) when a string or list would exceed the output bound.
-  void check_size(size_t bytes_or_items) const;
+  // Throws TemplateError(Limit) when a value of `bytes` would exceed the output bound
+  // (a string's bytes; a list's items count sizeof(Value) each).
+  void check_size(size_t bytes) const;
   const Clock& clock() const { return clock_; }
 
  private:

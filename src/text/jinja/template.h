@@ -29,7 +29,7 @@ namespace vtllm::jinja {
 struct RenderLimits {
   int max_call_depth = 100;                 // nested macro calls (Python stops near 1000 frames)
   int64_t max_loop_iterations = 1'000'000;  // all loop iterations of one render, together
-  size_t max_output_bytes = 64u << 20;      // every string produced, and list lengths
+  size_t max_output_bytes = 64u << 20;      // every string produced, and lists (by item bytes)
 };
 
 // Local wall-clock time for strftime_now (Python's datetime.now()).
