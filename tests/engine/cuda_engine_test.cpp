@@ -240,7 +240,8 @@ TEST_P(CudaEngine, KvCacheTakesTheMemoryUtilizationLeaves) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaEngine,
                          ::testing::Values("tests/fixtures/qwen3-tiny",
-                                           "tests/fixtures/qwen3_5-tiny-r2"));
+                                           "tests/fixtures/qwen3_5-tiny-r2",
+                                           "tests/fixtures/qwen3_5-tiny-hd48"));
 
 }  // namespace
 }  // namespace vtllm::engine

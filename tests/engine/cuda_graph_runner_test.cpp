@@ -172,7 +172,8 @@ TEST_P(CudaGraphRunner, ReplayEqualsPaddedEagerBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGraphRunner,
                          ::testing::Values("tests/fixtures/qwen3-tiny",
-                                           "tests/fixtures/qwen3_5-tiny-r2"));
+                                           "tests/fixtures/qwen3_5-tiny-r2",
+                                           "tests/fixtures/qwen3_5-tiny-hd48"));
 
 TEST(CudaGraphRunnerDummy, DefaultTextModelShapesReplayEqualsPaddedEager) {
   if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";

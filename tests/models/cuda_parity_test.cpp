@@ -116,11 +116,13 @@ void run_bf16_parity(const std::string& rel_dir, vt::Device device) {
               tally.band_divergences, tally.max_logit_ulps);
 }
 
-// qwen3_5-tiny-hd48 (head_dim 48) is CPU-only: CUDA paged attention has kernels for
-// head_dim 64, 128 and 256 and refuses others by name.
-const char* const kFixtures[] = {"tests/fixtures/qwen3-tiny",         "tests/fixtures/qwen3_5-tiny-r2",
-                                 "tests/fixtures/qwen3_5-tiny-r3-vl",  "models/tiny-qwen3.5",
-                                 "tests/fixtures/qwen3_5_moe-tiny",    "tests/fixtures/qwen3_5_moe-tiny-vl"};
+// qwen3_5-tiny-hd48 (head_dim 48, partial rotary 12) runs the padded attention kernels
+// (vt/cuda/attention.h).
+const char* const kFixtures[] = {
+    "tests/fixtures/qwen3-tiny",         "tests/fixtures/qwen3_5-tiny-r2",
+    "tests/fixtures/qwen3_5-tiny-r3-vl", "models/tiny-qwen3.5",
+    "tests/fixtures/qwen3_5_moe-tiny",   "tests/fixtures/qwen3_5_moe-tiny-vl",
+    "tests/fixtures/qwen3_5-tiny-hd48"};
 
 std::string test_name(const ::testing::TestParamInfo<const char*>& info) {
   std::string n = info.param;

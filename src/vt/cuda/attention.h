@@ -18,18 +18,21 @@
 //     each CTA takes a tile of query rows (tokens x the query heads of one kv head),
 //     walks the request's keys in shared-memory tiles of 32 with an online softmax,
 //     and for long contexts splits the keys over several CTAs (split-K), merged by a
-//     second kernel. head_dim 64, 128 or 256; caches bf16, f16 or f32.
+//     second kernel. Any head_dim up to 512 (64, 128, 256 exact; others padded to the
+//     next of 32 .. 512 with zeros past head_dim); caches bf16, f16 or f32.
 //     Prefill steps take a tensor-core kernel instead (flash_prefill.cuh: mma.sync
 //     m16n8k16, 64 query rows per CTA, cp.async double-buffered K/V tiles, the same
 //     split-K merge), and decode steps another (paged_decode.cuh: a CTA per request x
 //     kv head x split streams the head's K/V once through a 3-stage cp.async ring for
 //     all query heads of the group, one mma M tile of 16 heads; its own merge of the
 //     request's real splits). The rule, per step: tensor cores when q, the caches and
-//     out all have one dtype, bf16 or f16, head_dim is 64/128/256, q rows are 16-byte
-//     aligned (data and strides) and out rows 4-byte aligned; then flash_prefill when
-//     some request has q_len > 1, paged_decode when none has (both by
-//     bounds.max_query_len when bounds are given); otherwise the CUDA-core kernel (f32
-//     anywhere, mixed dtypes). The stream's KernelConfig::attn_decode = kCudaCores
+//     out all have one dtype, bf16 or f16, head_dim is a multiple of 8 up to 256 (64,
+//     128, 256 exact; others padded to the next of them: chunks past head_dim zero on
+//     load, never stored), q rows are 16-byte aligned (data and strides) and out rows
+//     4-byte aligned; then flash_prefill when some request has q_len > 1, paged_decode
+//     when none has (both by bounds.max_query_len when bounds are given); otherwise the
+//     CUDA-core kernel (f32 anywhere, mixed dtypes, other head_dims). head_dim past 512
+//     is refused by name. The stream's KernelConfig::attn_decode = kCudaCores
 //     (VTLLM_ATTN_DECODE=cuda_cores) sends decode steps to the CUDA-core kernel (A/B
 //     comparisons; the default kTensorCores: the rule).
 //     Device indices: rows of q past query_start_loc[B] (a graph's tokens no request

@@ -21,9 +21,10 @@
 //     a thread a float4 of columns in Dk / 16 rows (a warp load reads four 128-byte row
 //     segments), the column sums over rows finished by shuffles and shared memory; k, q,
 //     v staged per token. Small CTAs: eight per SM, so one's per-token barriers overlap
-//     the others' state traffic (gdn/delta_rows.cuh). Dk <= 128 (32, 64, 128
-//     instantiated; others padded). Dv % 4 != 0, or the stream's KernelConfig::gdn_decode
-//     = kWarp (VTLLM_GDN_DECODE=warp), takes the first kernel (a warp per 32 columns).
+//     the others' state traffic (gdn/delta_rows.cuh). Dk <= 256 (32, 64, 128, 256
+//     instantiated, others padded; 256 spills registers). Dv % 4 != 0, or the stream's
+//     KernelConfig::gdn_decode = kWarp (VTLLM_GDN_DECODE=warp), takes the first kernel
+//     (a warp per 32 columns).
 //   gated_delta_rule_chunked: the chunked form of §8.7 (the chunked op: prefill and
 //     mixed steps), chunks of 64 (gdn/delta_rule_chunked.cuh): a first kernel per
 //     (chunk, value head) solves the chunk's unit lower-triangular system into the

@@ -1,6 +1,7 @@
 // The CUDA attention ops against their CPU twins: the fused preamble, the KV-cache
 // write and paged attention (GQA, scattered blocks, context + new tokens, decode with
-// split-K over a long context), at Qwen3.5 sizes (head_dim 256) and Qwen3's (128).
+// split-K over a long context), at Qwen3.5 sizes (head_dim 256) and Qwen3's (128), and
+// at every other kind of head size (kHeadDims: the padded kernels).
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
@@ -580,6 +581,130 @@ TEST(CudaPagedDecode, CudaCoreKernelGraphShapedF32Out) {
   VT_REQUIRE_GPU();
   Streams s;
   run_decode_case(s, {1, 16, 17, 4096}, 16, 4, 256, DType::kF32, 1400, "d256 f32 (CUDA cores)");
+}
+
+// ---- Head sizes other than 64 / 128 / 256 (the rule of vt/cuda/attention.h): a multiple
+// of 8 up to 256 takes the tensor-core kernels padded to the next of 64, 128, 256 (a
+// 16-bit q, caches and out); any other head_dim up to 512, and every f32 or mixed-dtype
+// step, takes the CUDA-core kernel padded to the next of 32, 64, 128, 256, 512.
+
+// The head sizes checked: the brief's (32 .. 192 and 36, not a multiple of 8), the
+// smallest (4, 8), a multiple of 8 that ends inside a 16-dim k-step and leaves the decode
+// merge's 128 threads a remainder (24), a multiple of 4 only (20), and one past the
+// tensor-core kernels (272).
+const int64_t kHeadDims[] = {32, 48, 80, 96, 112, 160, 192, 36, 4, 8, 24, 20, 272};
+
+// One step of requests with ctx[b] cached and qlen[b] new tokens at head_dim d: q and the
+// caches in cache_dt, out in out_dt, against the CPU op with the same out dtype (the
+// tolerances of run_flash_case for 16-bit out, of run_attention_case for f32). q rows are
+// d + 8 apart (16-byte aligned when d % 8 == 0, so the tensor-core kernels take a 16-bit
+// step), and out is the [T, Hq, d] view of NaN-poisoned [T, Hq, d + 8] rows: the 8
+// columns past each head must stay unwritten.
+void run_head_dim_case(Streams& s, const std::vector<int64_t>& ctx,
+                       const std::vector<int64_t>& qlen, int64_t hq, int64_t hkv, int64_t d,
+                       DType cache_dt, DType out_dt, uint64_t seed, const std::string& what) {
+  const int64_t block_size = 16, gap = 8;
+  int64_t widest = 0;
+  for (size_t b = 0; b < ctx.size(); ++b)
+    widest = std::max(widest, (ctx[b] + qlen[b] + block_size - 1) / block_size);
+  const int64_t num_blocks = int64_t(ctx.size()) * widest + 3;
+  Batch bt = make_batch(ctx, qlen, block_size, num_blocks, seed);
+  Tensor kc = randn({num_blocks, block_size, hkv, d}, cache_dt, 1.0, seed + 1);
+  Tensor vc = randn({num_blocks, block_size, hkv, d}, cache_dt, 1.0, seed + 2);
+  Tensor kc_g = s.up(kc), vc_g = s.up(vc);
+  Tensor k = randn({bt.tokens, hkv, d}, cache_dt, 1.0, seed + 3);
+  Tensor v = randn({bt.tokens, hkv, d}, cache_dt, 1.0, seed + 4);
+  kv_cache_write(s.cpu, k, v, bt.slot_mapping, kc, vc);
+  kv_cache_write(s.gpu, s.up(k), s.up(v), bt.slot_mapping, kc_g, vc_g);
+  expect_close(s, kc, kc_g, 0, 0, what + ": k_cache after kv_cache_write");
+  expect_close(s, vc, vc_g, 0, 0, what + ": v_cache after kv_cache_write");
+  Tensor qbig = randn({bt.tokens, hq, d + gap}, cache_dt, 1.0, seed + 5);
+  const float scale = 1.0f / std::sqrt(float(d));
+  Tensor want = Tensor::empty({bt.tokens, hq, d}, out_dt);
+  paged_attention(s.cpu, qbig.slice(2, 0, d), kc, vc, bt.qsl, bt.seq_lens, bt.block_table, scale,
+                  want);
+  Tensor wide = poisoned_gpu(s, {bt.tokens, hq, d + gap}, out_dt);
+  Tensor got = wide.slice(2, 0, d);
+  paged_attention(s.gpu, s.up(qbig).slice(2, 0, d), kc_g, vc_g, bt.qsl, bt.seq_lens, bt.block_table,
+                  scale, got);
+  const Tensor back = to_dtype(s.cpu, s.down(wide), DType::kF32);
+  int64_t written = 0;
+  for (int64_t r = 0; r < bt.tokens * hq; ++r)
+    for (int64_t e = d; e < d + gap; ++e)
+      written += !std::isnan(back.data<float>()[r * (d + gap) + e]);
+  EXPECT_EQ(written, 0) << what << ": columns past head_dim must stay unwritten";
+  const double rel = out_dt == DType::kF32 ? 2e-5 : out_dt == DType::kBF16 ? 1.0 / 128 : 1.0 / 1024;
+  const double abs = out_dt == DType::kF32 ? 2e-5 : out_dt == DType::kBF16 ? 1.0 / 64 : 1.0 / 512;
+  expect_close(s, want, back.slice(2, 0, d), rel, abs,
+               what + " (" + dtype_name(cache_dt) + " cache, " + dtype_name(out_dt) + " out)");
+}
+
+// Prefill steps at every head size, GQA groups 1, 2 and 4: fresh prompts and prompts
+// after a context, their lengths and key counts crossing the block (16), the flash
+// kernel's row tile (64 rows: 16 tokens at group 4) and key tile (64, 32 at D = 256)
+// edges, a decode request riding along; then a chunk after 3000 keys (split-K).
+TEST(CudaPagedAttention, EveryHeadDimPrefillMatchesCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  uint64_t seed = 3000;
+  for (int64_t d : kHeadDims) {
+    for (int64_t group : {1, 2, 4}) {
+      const int64_t hkv = 2, hq = hkv * group;
+      const std::string what = "d" + std::to_string(d) + " gqa" + std::to_string(group);
+      for (DType dt : {DType::kBF16, DType::kF16})
+        run_head_dim_case(s, {0, 15, 63, 129}, {17, 2, 65, 1}, hq, hkv, d, dt, dt, seed += 10,
+                          what + " prefill");
+      run_head_dim_case(s, {0, 40}, {33, 1}, hq, hkv, d, DType::kBF16, DType::kF32, seed += 10,
+                        what + " prefill");
+      run_head_dim_case(s, {9, 0}, {20, 3}, hq, hkv, d, DType::kF32, DType::kF32, seed += 10,
+                        what + " prefill");
+    }
+    run_head_dim_case(s, {3000}, {17}, 8, 2, d, DType::kBF16, DType::kBF16, seed += 10,
+                      "d" + std::to_string(d) + " gqa4 chunk after 3000 keys");
+  }
+}
+
+// Decode steps at every head size, GQA groups 1, 2 and 4: the decode contract of
+// run_decode_case (host and device indices, graph bounds, padding and unowned rows) over
+// lengths at the block and tile edges, then the untouched columns past head_dim over
+// lengths up to 2000 (split-K and its merge, whose threads take 4 dims of a row: d / 4
+// of them per row, 128 not always a multiple), and an f32 out.
+TEST(CudaPagedDecode, EveryHeadDimMatchesCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  uint64_t seed = 4000;
+  for (int64_t d : kHeadDims) {
+    for (int64_t group : {1, 2, 4}) {
+      const int64_t hkv = 2, hq = hkv * group;
+      const std::string what = "d" + std::to_string(d) + " gqa" + std::to_string(group);
+      for (DType dt : {DType::kBF16, DType::kF16}) {
+        run_decode_case(s, {1, 16, 17, 63, 64, 65, 300}, hq, hkv, d, dt, seed += 10,
+                        what + " decode " + dtype_name(dt));
+        run_head_dim_case(s, {0, 14, 15, 63, 1999}, {1, 1, 1, 1, 1}, hq, hkv, d, dt, dt, seed += 10,
+                          what + " decode");
+      }
+      run_head_dim_case(s, {0, 700}, {1, 1}, hq, hkv, d, DType::kBF16, DType::kF32, seed += 10,
+                        what + " decode");
+    }
+  }
+}
+
+// Past the widest kernel (512) the op is refused by name, not computed wrongly.
+TEST(CudaPagedAttention, HeadDimPast512IsRefusedByName) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t d = 520;
+  Batch bt = make_batch({0}, {2}, 16, 2, 5000);
+  Tensor kc = s.up(randn({2, 16, 1, d}, DType::kBF16, 1.0, 5001));
+  Tensor vc = s.up(randn({2, 16, 1, d}, DType::kBF16, 1.0, 5002));
+  Tensor q = s.up(randn({2, 1, d}, DType::kBF16, 1.0, 5003));
+  Tensor out = poisoned_gpu(s, {2, 1, d}, DType::kBF16);
+  try {
+    paged_attention(s.gpu, q, kc, vc, bt.qsl, bt.seq_lens, bt.block_table, 1.0f, out);
+    ADD_FAILURE() << "head_dim 520 ran";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim 520"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

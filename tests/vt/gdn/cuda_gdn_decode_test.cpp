@@ -222,6 +222,11 @@ TEST(CudaGdnDecode, FusedStepMatchesCpu) {
 #endif
   fused_vs_cpu_case(s, 2, 4, 64, {1, 1}, DType::kBF16, seed += 100, 288);
   fused_vs_cpu_case(s, 2, 4, 32, {1, 2}, DType::kF32, seed += 100, 30);
+  // Odd configs' heads: Dk 48 and 80 (padded state heights), Dk != Dv; Dk 256 is past the
+  // fused kernel (op sequence, the recurrence's 256 instantiation).
+  fused_vs_cpu_case(s, 2, 4, 48, {1, 1, 2}, DType::kBF16, seed += 100, 80);
+  fused_vs_cpu_case(s, 2, 4, 80, {1, 1}, DType::kF32, seed += 100, 48);
+  fused_vs_cpu_case(s, 2, 4, 256, {1, 1}, DType::kBF16, seed += 100, 64);
 }
 
 // Consecutive decode steps through the fused op and through the unfused launches, state

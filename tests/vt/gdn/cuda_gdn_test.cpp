@@ -144,9 +144,11 @@ TEST(CudaGdn, FusedProjectionSlicesMatchCpu) {
   }
 }
 
+// Value heads of dv when given (else dk).
 void delta_case(Streams& s, int64_t hk, int64_t hv, bool chunked, DType io, uint64_t seed,
-                int64_t dk = 128) {
-  const int64_t dv = dk, slots = 5;
+                int64_t dk = 128, int64_t dv = 0) {
+  dv = dv > 0 ? dv : dk;
+  const int64_t slots = 5;
   const std::vector<int32_t> qsl{0, 1, 71, 71 + 150}, slot{3, 1, 4};
   const int64_t T = qsl.back();
   // q, k l2-normalised per head (as the model feeds them), v ~ N(0, 1); decays in
@@ -174,7 +176,7 @@ void delta_case(Streams& s, int64_t hk, int64_t hv, bool chunked, DType io, uint
   }
   const std::string what = std::string(chunked ? "chunked" : "recurrent") + " Hk " +
                            std::to_string(hk) + " Hv " + std::to_string(hv) + " Dk " +
-                           std::to_string(dk) + " " + dtype_name(io);
+                           std::to_string(dk) + " Dv " + std::to_string(dv) + " " + dtype_name(io);
   // f32 state through 150 tokens, sums of 128 terms in another order (and, against the
   // CPU chunked form, another algorithm): f32-level differences.
   expect_close(s, out, out_g, io == DType::kF32 ? 1e-4 : kBf16Rel, 1e-4, what + ": out");
@@ -195,6 +197,22 @@ TEST(CudaGdn, DeltaRuleChunkedMatchesCpuChunked) {
   delta_case(s, 16, 48, true, DType::kBF16, 700);
   delta_case(s, 16, 32, true, DType::kF32, 710);
   delta_case(s, 2, 6, true, DType::kF32, 720, 32);  // Dk 32 zero-padded to the 128 tiles
+}
+
+// Head sizes of odd configs, both forms: Dk 48 and 80 padded into the 64 and 128 state
+// heights (the recurrence) and the 128 tiles (chunked); Dk != Dv; Dv % 4 != 0 (the warp
+// kernel); Dv past the chunked tiles (the chunked op runs the recurrence); Dk 160 and
+// 256, past the tiles and the 128 state height (the 256 instantiation, registers spilled).
+TEST(CudaGdn, DeltaRuleOddHeadDimsMatchCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t dims[][2] = {{48, 48}, {80, 80},  {32, 48},  {48, 80},  {80, 36},
+                             {48, 30}, {64, 160}, {160, 96}, {256, 64}, {256, 256}};
+  uint64_t seed = 740;
+  for (const auto& [dk, dv] : dims)
+    for (bool chunked : {false, true})
+      for (DType io : {DType::kF32, DType::kBF16})
+        delta_case(s, 2, 4, chunked, io, seed += 10, dk, dv);
 }
 
 // The CUDA chunked form (cuda/gdn/delta_rule_chunked.cuh) on one prefill-sized batch

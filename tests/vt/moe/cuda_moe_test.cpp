@@ -477,6 +477,34 @@ TEST(CudaMoeExperts, CudaCorePathMatchesReference) {
   }
 }
 
+// Tiny configs' shapes: bf16 with H and I multiples of 8 but not of the 64-wide k stage
+// or the 16-column gate/up pairs (H 72, I 24: the tensor-core arm, its K tails and N
+// edges), and H, I not multiples of 8 (H 100, I 20: the row kernels and the scalar sum).
+TEST(CudaMoeExperts, OddTinyShapesMatchReference) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  uint64_t seed = 550;
+  for (int64_t T : {1, 5, 64})
+    for (auto [H, I] : {std::pair<int64_t, int64_t>{72, 24}, {100, 20}, {40, 8}}) {
+      const Problem p = random_problem(T, H, 8, I, 2, DType::kBF16, T == 5, seed++);
+      const std::vector<int64_t> tokens = checked_tokens(T);
+      const std::vector<float> want = experts_reference(p, tokens, DType::kBF16);
+      const Tensor out = run_experts(s, p, DType::kBF16);
+      const std::vector<float> all = host_floats(s, out);
+      std::vector<float> got;
+      for (int64_t t : tokens)
+        got.insert(got.end(), all.begin() + t * p.H, all.begin() + (t + 1) * p.H);
+      Tensor wt = Tensor::empty({int64_t(want.size())}, DType::kF32);
+      Tensor gt = Tensor::empty({int64_t(got.size())}, DType::kF32);
+      std::copy(want.begin(), want.end(), wt.data<float>());
+      std::copy(got.begin(), got.end(), gt.data<float>());
+      // As Bf16RandomMatchesReference: a flipped bf16 rounding of gu or hid.
+      cudatest::expect_close(s, wt, gt, cudatest::kBf16ChainRel, 1.0 / 64, shape_name(p));
+      cudatest::expect_close(s, run_experts(s, p, DType::kBF16, true), out, cudatest::kBf16ChainRel,
+                             1.0 / 64, shape_name(p) + " vs the CPU arm");
+    }
+}
+
 // A token's output row is the same bytes alone (T = 1, the decode tiles) as inside
 // batches that take the decode, mid and prefill tiles.
 TEST(CudaMoeExperts, TokenOutputIndependentOfBatch) {

@@ -22,6 +22,10 @@
 // and l to the f32 workspace of paged_attention.cu's combine_kernel (m in the same
 // base-2 scaled units as the CUDA-core kernel's). The PTX wrappers live in
 // vt/cuda/ptx.cuh.
+// Padded (launch<D, T, true>): rows hold p.head_dim elements, a multiple of 8 up to D
+// (16-byte chunks whole); the tiles' chunks past it are zero-filled on load, the k-steps
+// (16 dims) wholly past it are skipped, and dims past it are never written. Without
+// Padded, head_dim is D and the code is the unpadded kernel's.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -51,7 +55,9 @@ constexpr int smem_bytes() {
   return (kRows + 4 * tile_keys<D>()) * D * 2;
 }
 
-template <int D, class T>
+// Runs flash_prefill_kernel<D, T, Padded> over num_tiles tiles (instantiated per D in
+// flash_prefill_d*.cu).
+template <int D, class T, bool Padded>
 void launch(const paged::Params& p, int num_tiles, cudaStream_t stream);
 
 namespace detail {
@@ -78,9 +84,10 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi, __half) {
 
 }  // namespace detail
 
-template <int D, class T>
+template <int D, class T, bool Padded>
 __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p) {
   using namespace detail;
+  const int dim = Padded ? p.head_dim : D;  // elements per row
   constexpr int kKeys = tile_keys<D>();
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   static_assert(D % 16 == 0 && kChunks >= 8 && kKeys % 16 == 0, "tile shape");
@@ -111,9 +118,10 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
 
   for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8, h = row_head(r);
+    const bool live = h >= 0 && (!Padded || col < dim);
     const T* src =
-        h < 0 ? q : q + int64_t(t0 + r / p.heads_per_cta) * p.q_t + int64_t(h) * p.q_h + col;
-    cp_async16(smem_addr(q_tile + swz<D>(r, col)), src, h >= 0);
+        !live ? q : q + int64_t(t0 + r / p.heads_per_cta) * p.q_t + int64_t(h) * p.q_h + col;
+    cp_async16(smem_addr(q_tile + swz<D>(r, col)), src, live);
   }
 
   // This thread's two rows (C-fragment rows quad_row and quad_row + 8 of its warp).
@@ -135,7 +143,7 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
   const int unmasked_end = min(ctx + (t0 - q_begin) + 1, k_end);
   const int limit[2] = {min(row_keys[0], k_end), min(row_keys[1], k_end)};
 
-  const kv_tiles::PagedKvTiles<D, kKeys, kThreads, T> kv(p, b, g, k_end);
+  const kv_tiles::PagedKvTiles<D, kKeys, kThreads, T, Padded> kv(p, b, g, k_end);
   auto load_kv = [&](int kt, int stage) {
     kv.load(kt, k_tile + stage * kKeys * D, v_tile + stage * kKeys * D);
   };
@@ -170,6 +178,7 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
       for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
+        if (Padded && kk * 16 >= dim) break;  // zeros from here on
         uint32_t a[4];
         if (!kQInRegisters || it == 0)
           ldmatrix_x4(a,
@@ -240,6 +249,7 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
                                pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], T())};
 #pragma unroll
         for (int n2 = 0; n2 < D / 16; ++n2) {
+          if (Padded && n2 * 16 >= dim) break;  // V is zero from here on
           uint32_t bv[4];
           ldmatrix_x4_trans(bv, smem_addr(vs + swz<D>(kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
                                                       n2 * 16 + 8 * (lane / 16))));
@@ -265,15 +275,17 @@ __global__ void __launch_bounds__(kThreads) flash_prefill_kernel(paged::Params p
       T* o = static_cast<T*>(p.out) + int64_t(row_t[i]) * p.out_t + int64_t(row_h[i]) * p.out_h;
 #pragma unroll
       for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<uint32_t*>(o + n * 8 + quad_col) =
-            pack2(acc[n][2 * i] * inv, acc[n][2 * i + 1] * inv, T());
+        if (!Padded || n * 8 < dim)
+          *reinterpret_cast<uint32_t*>(o + n * 8 + quad_col) =
+              pack2(acc[n][2 * i] * inv, acc[n][2 * i + 1] * inv, T());
     } else {
       const int64_t row = int64_t(split) * p.tokens * p.hq + int64_t(row_t[i]) * p.hq + row_h[i];
-      float* wa = p.ws_acc + row * D;
+      float* wa = p.ws_acc + row * dim;
 #pragma unroll
       for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<float2*>(wa + n * 8 + quad_col) =
-            make_float2(acc[n][2 * i], acc[n][2 * i + 1]);
+        if (!Padded || n * 8 < dim)
+          *reinterpret_cast<float2*>(wa + n * 8 + quad_col) =
+              make_float2(acc[n][2 * i], acc[n][2 * i + 1]);
       if (lane % 4 == 0) {
         p.ws_ml[row * 2] = m[i];
         p.ws_ml[row * 2 + 1] = l[i];

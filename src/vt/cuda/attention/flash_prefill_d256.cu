@@ -1,8 +1,11 @@
 // Instantiations of the tensor-core prefill kernel for head_dim 256 (one file per head
-// size keeps nvcc's work per file small).
+// size keeps nvcc's work per file small): exact rows (head_dim 256) and padded ones
+// (a multiple of 8 below 256, flash_prefill.cuh).
 #include "vt/cuda/attention/flash_prefill_launch.cuh"
 
 namespace vt::cuda::flash {
-template void launch<256, __nv_bfloat16>(const paged::Params&, int, cudaStream_t);
-template void launch<256, __half>(const paged::Params&, int, cudaStream_t);
+template void launch<256, __nv_bfloat16, false>(const paged::Params&, int, cudaStream_t);
+template void launch<256, __nv_bfloat16, true>(const paged::Params&, int, cudaStream_t);
+template void launch<256, __half, false>(const paged::Params&, int, cudaStream_t);
+template void launch<256, __half, true>(const paged::Params&, int, cudaStream_t);
 }  // namespace vt::cuda::flash

@@ -24,7 +24,9 @@ __device__ __forceinline__ int swz(int row, int col) {
 // (the caller commits and waits). Keys at or past k_end are zero-filled. Thread x of the
 // Threads copies 16-byte chunk x % (D / 8) of keys x / (D / 8) + i * kKeyStep; the block
 // of its first key takes one division per tile, the rest walk forward.
-template <int D, int Keys, int Threads, class T>
+// Padded: the caches' rows hold params.head_dim elements (a multiple of 8, <= D) and the
+// tile's chunks past it are zero-filled; otherwise head_dim is D.
+template <int D, int Keys, int Threads, class T, bool Padded = false>
 struct PagedKvTiles {
   static constexpr int kChunks = D / 8;  // 16-byte chunks per row
   static constexpr int kKeyStep = Threads / kChunks;
@@ -32,6 +34,7 @@ struct PagedKvTiles {
 
   const paged::Params& p;
   const int32_t* blocks;    // the request's block-table row
+  const int dim;            // elements per cache row (D unless Padded)
   const int64_t cache_row;  // elements per slot
   const T* kc;
   const T* vc;
@@ -41,7 +44,8 @@ struct PagedKvTiles {
                                           int key_end)
       : p(params),
         blocks(params.block_table + int64_t(b) * params.max_blocks),
-        cache_row(int64_t(params.hkv) * D),
+        dim(Padded ? params.head_dim : D),
+        cache_row(int64_t(params.hkv) * dim),
         kc(static_cast<const T*>(params.k_cache)),
         vc(static_cast<const T*>(params.v_cache)),
         g(kv_head),
@@ -55,10 +59,10 @@ struct PagedKvTiles {
 #pragma unroll
     for (int i = 0; i < Keys / kKeyStep; ++i) {
       const int j = first_key + i * kKeyStep;
-      const bool valid = kt + j < k_end;
+      const bool valid = kt + j < k_end && (!Padded || col < dim);
       int64_t off = 0;
       if (valid)
-        off = (int64_t(blocks[blk]) * p.block_size + in_blk) * cache_row + int64_t(g) * D + col;
+        off = (int64_t(blocks[blk]) * p.block_size + in_blk) * cache_row + int64_t(g) * dim + col;
       ptx::cp_async16(ptx::smem_addr(kd + swz<D>(j, col)), kc + off, valid);
       ptx::cp_async16(ptx::smem_addr(vd + swz<D>(j, col)), vc + off, valid);
       for (in_blk += kKeyStep; in_blk >= p.block_size; in_blk -= p.block_size) ++blk;

@@ -15,6 +15,7 @@ namespace vt::cuda {
 namespace {
 
 constexpr int kCombineWarps = 4;
+constexpr int64_t kMaxHeadDim = 512;  // the widest CUDA-core instantiation
 
 // out[t, h] = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z - M), M = max_z m_z (base 2).
 // Rows of tokens past query_start[batch] (tokens of a graph-shaped call that no request
@@ -60,6 +61,7 @@ __global__ void __launch_bounds__(kDecodeCombineThreads)
                           const int32_t* seq_lens, int batch, int max_splits, int64_t tokens,
                           int hq, int d, void* out, DType out_dtype, int64_t out_t, int64_t out_h) {
   const int per_row = d / 4;  // threads per row
+  if (int(threadIdx.x) >= (kDecodeCombineThreads / per_row) * per_row) return;  // d = 24, 40, ...
   const int64_t item =
       int64_t(blockIdx.x) * (kDecodeCombineThreads / per_row) + threadIdx.x / per_row;
   if (item >= int64_t(batch) * hq) return;
@@ -109,29 +111,58 @@ __global__ void tiles_kernel(const int32_t* query_start, int batch, int per_req,
   tiles[3 * i + 2] = max(0, min(tpc, q1 - t));
 }
 
+// The CUDA-core kernel: head_dim 64, 128 and 256 exactly (16-byte rows), any other up to
+// kMaxHeadDim padded to the next of 32, 64, 128, 256, 512 (paged_attention.cuh).
 template <class T>
 void launch_for_dim(int d, const paged::Params& p, int tiles, cudaStream_t stream) {
   switch (d) {
-    case 64: return paged::launch<64, T>(p, tiles, stream);
-    case 128: return paged::launch<128, T>(p, tiles, stream);
-    case 256: return paged::launch<256, T>(p, tiles, stream);
-    default: VT_THROW("paged_attention (CUDA): head_dim ", d, " has no kernel (64, 128, 256)");
+    case 64:
+      return paged::launch<64, T, false>(p, tiles, stream);
+    case 128:
+      return paged::launch<128, T, false>(p, tiles, stream);
+    case 256:
+      return paged::launch<256, T, false>(p, tiles, stream);
+    default:
+      break;
   }
+  if (d <= 32) return paged::launch<32, T, true>(p, tiles, stream);
+  if (d <= 64) return paged::launch<64, T, true>(p, tiles, stream);
+  if (d <= 128) return paged::launch<128, T, true>(p, tiles, stream);
+  if (d <= 256) return paged::launch<256, T, true>(p, tiles, stream);
+  return paged::launch<512, T, true>(p, tiles, stream);
 }
+
+// The tensor-core kernels' instantiation for head_dim d (a multiple of 8 up to 256):
+// D_PAD = the next of 64, 128, 256, exact when d == D_PAD.
+int tc_pad(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 128 : 256; }
 
 template <class T>
 void launch_flash_for_dim(int d, const paged::Params& p, int tiles, cudaStream_t stream) {
   switch (d) {
-    case 64: return flash::launch<64, T>(p, tiles, stream);
-    case 128: return flash::launch<128, T>(p, tiles, stream);
-    default: return flash::launch<256, T>(p, tiles, stream);
+    case 64:
+      return flash::launch<64, T, false>(p, tiles, stream);
+    case 128:
+      return flash::launch<128, T, false>(p, tiles, stream);
+    case 256:
+      return flash::launch<256, T, false>(p, tiles, stream);
+    default:
+      break;
+  }
+  switch (tc_pad(d)) {
+    case 64:
+      return flash::launch<64, T, true>(p, tiles, stream);
+    case 128:
+      return flash::launch<128, T, true>(p, tiles, stream);
+    default:
+      return flash::launch<256, T, true>(p, tiles, stream);
   }
 }
 
 // The rule of vt/cuda/attention.h: the tensor-core kernels take a step when q, the
-// caches and out share a 16-bit dtype, head_dim is 64/128/256, and q and out rows allow
-// their 16-byte loads and 4-byte stores; then prefill (some q_len > 1) goes to
-// flash_prefill, decode (every q_len <= 1) to paged_decode.
+// caches and out share a 16-bit dtype, head_dim is a multiple of 8 up to 256 (whole
+// 16-byte chunks), and q and out rows allow their 16-byte loads and 4-byte stores; then
+// prefill (some q_len > 1) goes to flash_prefill, decode (every q_len <= 1) to
+// paged_decode.
 bool tensor_core_operands(const Tensor& q, const Tensor& k_cache, const Tensor& out) {
   const DType dt = k_cache.dtype();
   const int64_t d = q.size(2);
@@ -140,15 +171,28 @@ bool tensor_core_operands(const Tensor& q, const Tensor& k_cache, const Tensor& 
            t.stride(0) % elems == 0 && t.stride(1) % elems == 0;
   };
   return (dt == DType::kBF16 || dt == DType::kF16) && q.dtype() == dt && out.dtype() == dt &&
-         (d == 64 || d == 128 || d == 256) && aligned(q, 8) && aligned(out, 2);
+         d % 8 == 0 && d <= 256 && aligned(q, 8) && aligned(out, 2);
 }
 
 template <class T>
 void launch_decode_for_dim(int d, const paged::Params& p, int batch, cudaStream_t stream) {
   switch (d) {
-    case 64: return decode::launch<64, T>(p, batch, stream);
-    case 128: return decode::launch<128, T>(p, batch, stream);
-    default: return decode::launch<256, T>(p, batch, stream);
+    case 64:
+      return decode::launch<64, T, false>(p, batch, stream);
+    case 128:
+      return decode::launch<128, T, false>(p, batch, stream);
+    case 256:
+      return decode::launch<256, T, false>(p, batch, stream);
+    default:
+      break;
+  }
+  switch (tc_pad(d)) {
+    case 64:
+      return decode::launch<64, T, true>(p, batch, stream);
+    case 128:
+      return decode::launch<128, T, true>(p, batch, stream);
+    default:
+      return decode::launch<256, T, true>(p, batch, stream);
   }
 }
 
@@ -186,6 +230,7 @@ paged::Params make_params(StreamState& st, const Tensor& q, const Tensor& k_cach
   p.splits = splits;
   p.split_keys = split_keys;
   p.scale_log2 = scale * 1.4426950408889634f;
+  p.head_dim = int(d);
   if (splits > 1) {
     const size_t acc_floats = size_t(splits) * size_t(T * hq * d);
     float* ws = static_cast<float*>(
@@ -208,9 +253,10 @@ paged::Params make_params(StreamState& st, const Tensor& q, const Tensor& k_cach
 // follows each step's real seq_len. With one split per request everywhere (splits ==
 // 1) the combine kernel is not launched: the decode kernel writes out itself.
 int decode_splits(const StreamState& st, int64_t d, int64_t ctas, int64_t max_keys) {
-  const int smem = d == 64    ? decode::smem_bytes<64>()
-                   : d == 128 ? decode::smem_bytes<128>()
-                              : decode::smem_bytes<256>();
+  const int pad = tc_pad(d);
+  const int smem = pad == 64    ? decode::smem_bytes<64>()
+                   : pad == 128 ? decode::smem_bytes<128>()
+                                : decode::smem_bytes<256>();
   const int64_t per_sm = std::max(1, (227 * 1024) / (smem + 1024));
   const int64_t wave = per_sm * int64_t(st.num_sms);
   if (ctas >= wave) return 1;
@@ -277,6 +323,8 @@ void paged_attention(Stream& s, const Tensor& q, const Tensor& k_cache, const Te
            "paged_attention (CUDA): the caches must be 16-byte aligned");
   VT_CHECK(T < (int64_t(1) << 31) && pb.max_blocks * batch < (int64_t(1) << 31),
            "paged_attention (CUDA): batch too large for 32-bit indices");
+  VT_CHECK(d <= kMaxHeadDim, "paged_attention (CUDA): head_dim ", d, " of q ", q.str(),
+           " exceeds the kernels' ", kMaxHeadDim);
   StreamState& st = s.cuda_state();
   set_device(st);
 

@@ -15,6 +15,10 @@
 //   P . V   lane owns dims lane + 32 i; p_j broadcast by shuffle.
 // With one split the CTA writes out = acc / l; with several it writes acc, m and l
 // to an f32 workspace and combine_kernel (paged_attention.cu) merges the splits.
+// Padded (any head_dim <= D, e.g. 36 in a D = 64 instantiation): the rows hold
+// p.head_dim elements, staged element by element (no 16-byte alignment to rely on) with
+// zeros past head_dim, which add nothing to the scores or P.V; dims past it are not
+// written. Without Padded, head_dim is D and the loads are 16-byte.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -53,7 +57,10 @@ struct Params {
   // Keys per split (a multiple of kKeys). The decode kernel reads neither as fixed:
   // splits bounds the grid and each request sizes its own (decode::request_split).
   int splits, split_keys;
-  float scale_log2;                // scale * log2(e)
+  float scale_log2;  // scale * log2(e)
+  // Elements per row of q, the caches, out and the workspace: the kernels' D, or at most
+  // D in their padded instantiations (launch<D, T, true>).
+  int head_dim;
 };
 
 // Shared memory of one CTA, in bytes.
@@ -72,9 +79,10 @@ __device__ __forceinline__ float2 load_pair(const __half* p) {
 }
 __device__ __forceinline__ float2 load_pair(const float* p) { return make_float2(p[0], p[1]); }
 
-template <int D, class T>
+template <int D, class T, bool Padded>
 __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
-  static_assert(D % kWarp == 0 && (D * sizeof(T)) % 16 == 0, "head_dim");
+  static_assert(D % kWarp == 0 && (Padded || (D * sizeof(T)) % 16 == 0), "head_dim");
+  const int dim = Padded ? p.head_dim : D;  // elements per row
   constexpr int kPerLane = D / kWarp;
   constexpr int kRowWords = D * int(sizeof(T)) / 4 + 1;  // K row in 32-bit words, padded
   constexpr int kChunks = D * int(sizeof(T)) / 16;       // 16-byte chunks per key row
@@ -107,10 +115,11 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
   for (int i = 0; i < kRowsPerWarp; ++i) {
     float* dst = q_s + (warp * kRowsPerWarp + i) * D;
     for (int e = lane; e < D; e += kWarp)
-      dst[e] = row_h[i] < 0 ? 0.0f
-                            : load_f32(p.q, p.q_dtype,
-                                       int64_t(row_t[i]) * p.q_t + int64_t(row_h[i]) * p.q_h + e) *
-                                  p.scale_log2;
+      dst[e] = row_h[i] < 0 || (Padded && e >= dim)
+                   ? 0.0f
+                   : load_f32(p.q, p.q_dtype,
+                              int64_t(row_t[i]) * p.q_t + int64_t(row_h[i]) * p.q_h + e) *
+                         p.scale_log2;
   }
   // Keys this CTA visits: its split of [0, keys of the tile's last token).
   const int tile_keys = ctx + (t0 + nt - 1 - q_begin) + 1;
@@ -125,13 +134,30 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
 #pragma unroll
     for (int e = 0; e < kPerLane; ++e) acc[i][e] = 0.0f;
   }
-  const int64_t cache_row = int64_t(p.hkv) * D;  // elements per slot
+  const int64_t cache_row = int64_t(p.hkv) * dim;  // elements per slot
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
 
   for (int kt = k_begin; kt < k_end; kt += kKeys) {
     __syncthreads();  // the previous tile is consumed (and q_s is written, first time)
-    for (int c = threadIdx.x; c < kKeys * kChunks; c += kThreads) {
+    if constexpr (Padded) {
+      for (int c = threadIdx.x; c < kKeys * D; c += kThreads) {
+        const int j = c / D, e = c % D, key = kt + j;
+        T kv = from_float<T>(0.0f), vv = kv;
+        if (key < k_end && e < dim) {
+          const int64_t slot =
+              int64_t(p.block_table[int64_t(b) * p.max_blocks + key / p.block_size]) *
+                  p.block_size +
+              key % p.block_size;
+          const int64_t off = slot * cache_row + int64_t(g) * dim + e;
+          kv = kc[off];
+          vv = vc[off];
+        }
+        reinterpret_cast<T*>(k_s + j * kRowWords)[e] = kv;
+        v_s[j * D + e] = vv;
+      }
+    }
+    for (int c = threadIdx.x; !Padded && c < kKeys * kChunks; c += kThreads) {
       const int j = c / kChunks, chunk = c % kChunks, key = kt + j;
       uint4 kv4 = make_uint4(0, 0, 0, 0), vv4 = make_uint4(0, 0, 0, 0);
       if (key < k_end) {
@@ -206,11 +232,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
       const int64_t off = int64_t(row_t[i]) * p.out_t + int64_t(row_h[i]) * p.out_h;
 #pragma unroll
       for (int e = 0; e < kPerLane; ++e)
-        store_f32(p.out, p.out_dtype, off + lane + e * kWarp, acc[i][e] * inv);
+        if (!Padded || lane + e * kWarp < dim)
+          store_f32(p.out, p.out_dtype, off + lane + e * kWarp, acc[i][e] * inv);
     } else {
-      float* wa = p.ws_acc + (int64_t(split) * p.tokens * p.hq + th) * D;
+      float* wa = p.ws_acc + (int64_t(split) * p.tokens * p.hq + th) * dim;
 #pragma unroll
-      for (int e = 0; e < kPerLane; ++e) wa[lane + e * kWarp] = acc[i][e];
+      for (int e = 0; e < kPerLane; ++e)
+        if (!Padded || lane + e * kWarp < dim) wa[lane + e * kWarp] = acc[i][e];
       if (lane == 0) {
         float* ml = p.ws_ml + (int64_t(split) * p.tokens * p.hq + th) * 2;
         ml[0] = m[i];
@@ -220,7 +248,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
   }
 }
 
-template <int D, class T>
+// Runs attention_kernel<D, T, Padded> over num_tiles tiles (instantiated per D in
+// paged_attention_d*.cu).
+template <int D, class T, bool Padded>
 void launch(const Params& p, int num_tiles, cudaStream_t stream);
 
 }  // namespace vt::cuda::paged

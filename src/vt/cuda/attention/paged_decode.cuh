@@ -22,6 +22,9 @@
 // rounding of p is against the warp's running max (as a split's against its own:
 // vt/ops/attention.h allows a running max). Shared memory is the swizzled layout of
 // kv_tiles.cuh (chunk c of row r at c ^ (r & 7)), the ring filled by its PagedKvTiles.
+// Padded (launch<D, T, true>): rows hold p.head_dim elements, a multiple of 8 up to D;
+// chunks past it are zero-filled on load, k-steps wholly past it skipped, and dims past
+// it never written (as flash_prefill.cuh). Without Padded, head_dim is D.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -75,12 +78,15 @@ constexpr int merge_bytes() {
   return kWarps * kRows * (D + 2) * 4;
 }
 
-template <int D, class T>
+// Runs paged_decode_kernel<D, T, Padded> over batch requests (instantiated per D in
+// paged_decode_d*.cu).
+template <int D, class T, bool Padded>
 void launch(const paged::Params& p, int batch, cudaStream_t stream);
 
-template <int D, class T>
+template <int D, class T, bool Padded>
 __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p) {
   using namespace flash::detail;
+  const int dim = Padded ? p.head_dim : D;  // elements per row
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   static_assert(D % 16 == 0 && kChunks >= 8, "tile shape");
   static_assert(merge_bytes<D>() <= 2 * kStages * kKeys * D * 2, "merge buffer fits the ring");
@@ -103,9 +109,9 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
   const bool single = rs.count == 1;  // this request's only split writes out itself
   if (seq_len <= 0) {  // no key (never a valid request): a finite zero row, not NaN
     if (split == 0)
-      for (int i = threadIdx.x; i < heads * D; i += kThreads)
-        static_cast<T*>(
-            p.out)[int64_t(t) * p.out_t + int64_t(g * p.group + head0 + i / D) * p.out_h + i % D] =
+      for (int i = threadIdx.x; i < heads * dim; i += kThreads)
+        static_cast<T*>(p.out)[int64_t(t) * p.out_t +
+                               int64_t(g * p.group + head0 + i / dim) * p.out_h + i % dim] =
             from_float<T>(0.0f);
     return;
   }
@@ -114,13 +120,13 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
   const T* q = static_cast<const T*>(p.q);
   for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
-    const bool real = r < heads;
+    const bool real = r < heads && (!Padded || col < dim);
     const T* src =
         real ? q + int64_t(t) * p.q_t + int64_t(g * p.group + head0 + r) * p.q_h + col : q;
     cp_async16(smem_addr(q_tile + swz<D>(r, col)), src, real);
   }
 
-  const kv_tiles::PagedKvTiles<D, kKeys, kThreads, T> kv(p, b, g, k_end);
+  const kv_tiles::PagedKvTiles<D, kKeys, kThreads, T, Padded> kv(p, b, g, k_end);
   auto load_kv = [&](int kt, int stage) {
     kv.load(kt, k_ring + stage * kKeys * D, v_ring + stage * kKeys * D);
   };
@@ -153,6 +159,7 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
     float s[2][4] = {};
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      if (Padded && kk * 16 >= dim) break;  // zeros from here on
       uint32_t a[4], bk[4];
       ldmatrix_x4(a, smem_addr(q_tile + swz<D>(lane % 16, kk * 16 + 8 * (lane / 16))));
       ldmatrix_x4(bk, smem_addr(ks + swz<D>(kb + lane % 8 + 8 * (lane / 16),
@@ -206,6 +213,7 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
                            pack2(s[1][0], s[1][1], T()), pack2(s[1][2], s[1][3], T())};
 #pragma unroll
     for (int n2 = 0; n2 < D / 16; ++n2) {
+      if (Padded && n2 * 16 >= dim) break;  // V is zero from here on
       uint32_t bv[4];
       ldmatrix_x4_trans(bv, smem_addr(vs + swz<D>(kb + lane % 8 + 8 * ((lane / 8) % 2),
                                                   n2 * 16 + 8 * (lane / 16))));
@@ -237,6 +245,7 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
   __syncthreads();
   for (int i = threadIdx.x; i < heads * D; i += kThreads) {
     const int r = i / D, e = i % D;
+    if (Padded && e >= dim) continue;
     float mx = -INFINITY;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, red_ml[(w * kRows + r) * 2]);
@@ -254,7 +263,7 @@ __global__ void __launch_bounds__(kThreads) paged_decode_kernel(paged::Params p)
           from_float<T>(o / lsum);
     } else {
       const int64_t row = int64_t(split) * p.tokens * p.hq + int64_t(t) * p.hq + h;
-      p.ws_acc[row * D + e] = o;
+      p.ws_acc[row * dim + e] = o;
       if (e == 0) {
         p.ws_ml[row * 2] = mx;
         p.ws_ml[row * 2 + 1] = lsum;

@@ -31,6 +31,9 @@ namespace vt::cuda {
 namespace {
 
 constexpr int kCols = kWarp;  // value columns per CTA, one per thread
+// The tallest state slice instantiated. At 256 (past Qwen3.5's 128: odd configs only)
+// the slice outgrows the registers of 8 CTAs per SM and partly spills: correct, slower.
+constexpr int64_t kMaxDk = 256;
 
 using DeltaParams = gdn::DeltaRuleParams;  // dk <= DK: rows past dk are zero padding
 
@@ -146,8 +149,8 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
                       const Tensor& state, const Tensor& out) {
   const int64_t B = req.batch(), hv = v.size(1), dk = q.size(2), dv = v.size(2);
   if (B == 0 || hv == 0 || dv == 0) return;
-  VT_CHECK(dk >= 1 && dk <= 128, "gated_delta_rule (CUDA): key head_dim ", dk,
-           " exceeds the kernel's 128");
+  VT_CHECK(dk >= 1 && dk <= kMaxDk, "gated_delta_rule (CUDA): key head_dim ", dk,
+           " exceeds the kernels' ", kMaxDk);
   VT_CHECK(B <= 65535 && hv <= 65535, "gated_delta_rule (CUDA): grid too large");
   StreamState& st = s.cuda_state();
   set_device(st);
@@ -165,8 +168,10 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
       rows(delta_rule_rows_kernel<32>);
     else if (dk <= 64)
       rows(delta_rule_rows_kernel<64>);
-    else
+    else if (dk <= 128)
       rows(delta_rule_rows_kernel<128>);
+    else
+      rows(delta_rule_rows_kernel<256>);
     return;
   }
   const dim3 grid(unsigned((dv + kCols - 1) / kCols), unsigned(hv), unsigned(B));
@@ -175,8 +180,10 @@ void gated_delta_rule(Stream& s, const Tensor& q, const Tensor& k, const Tensor&
     launch_kernel(st, name, delta_rule_warp_kernel<32>, grid, dim3(kCols), 0, p);
   else if (dk <= 64)
     launch_kernel(st, name, delta_rule_warp_kernel<64>, grid, dim3(kCols), 0, p);
-  else
+  else if (dk <= 128)
     launch_kernel(st, name, delta_rule_warp_kernel<128>, grid, dim3(kCols), 0, p);
+  else
+    launch_kernel(st, name, delta_rule_warp_kernel<256>, grid, dim3(kCols), 0, p);
 }
 
 }  // namespace vt::cuda
