@@ -184,10 +184,14 @@ TextConfig parse_text(const Fields& f, Architecture arch) {
   t.layer_types = parse_layer_types(f, arch, t.num_hidden_layers, t.sliding_window);
   t.rope = parse_rope(f, arch);
 
+  // transformers rotates 2 ceil(rot / 2) dims (cat(freqs, freqs)); past head_dim its
+  // apply_rotary_pos_emb fails, so an odd rot is refused only when it is head_dim.
   const int64_t rot = t.rotary_dim();
-  if (rot <= 0 || rot % 2 != 0)
-    f.fail("rope_parameters", str_cat("rotary dim ", rot, " (head_dim ", t.head_dim, " x partial_rotary_factor ",
-                                      t.rope.partial_rotary_factor, ") must be a positive even number"));
+  if (rot <= 0 || 2 * ((rot + 1) / 2) > t.head_dim)
+    f.fail("rope_parameters", str_cat("rotary dim ", rot, " (head_dim ", t.head_dim,
+                                      " x partial_rotary_factor ", t.rope.partial_rotary_factor,
+                                      ") must be positive and, rounded up "
+                                      "to even, at most head_dim"));
   // transformers indexes three sections and clips each interleave to the frequencies
   // there are, so the sections need not sum to rotary_dim / 2 (qwen3_5.md §7.3).
   if (!t.rope.mrope_section.empty()) {

@@ -87,7 +87,9 @@ struct TextConfig {
   std::optional<LinearAttentionConfig> linear_attention;  // Qwen3.5 family
   std::optional<MoeConfig> moe;                           // Qwen3.5-MoE
 
-  int64_t rotary_dim() const;  // head_dim x partial_rotary_factor
+  // head_dim x partial_rotary_factor, truncated (transformers' rotary dim D; an odd D
+  // rotates 2 ceil(D/2) dims, vt::rope_table_width).
+  int64_t rotary_dim() const;
   int64_t count_layers(LayerType t) const;
 };
 

@@ -182,6 +182,18 @@ TEST(Config, Qwen3_5MropeSectionDefaultsWhateverTheHeadDim) {
   EXPECT_EQ(odd.text.rope.mrope_section, (std::vector<int64_t>{10, 10, 10}));
 }
 
+// An odd rotary dim (head_dim 36 x 0.25 = 9) runs in transformers (it rotates 10 dims);
+// one that rounds past head_dim (Qwen3, head_dim 33, full rotary) fails there and here.
+TEST(Config, OddRotaryDimIsAcceptedUnlessItRoundsPastHeadDim) {
+  const ModelConfig c =
+      parse(R"({"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text",
+      "head_dim": 36})");
+  EXPECT_EQ(c.text.rotary_dim(), 9);
+  EXPECT_ERROR_WITH(
+      parse(R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": 33})"),
+      "rotary dim 33", "at most head_dim");
+}
+
 TEST(Config, RejectsMissingRequiredFields) {
   EXPECT_ERROR_WITH(parse(R"({"model_type": "qwen3"})"), "config.json", "architectures", "required field is missing");
   EXPECT_ERROR_WITH(parse(R"({"architectures": ["Qwen3ForCausalLM"]})"), "model_type", "required field is missing");

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "vt/ops/attn_preamble.h"
 #include "vt/ops/copy.h"
+#include "vt/ops/rope.h"
 
 namespace vtllm::models {
 
@@ -88,8 +89,8 @@ vt::Tensor index_tensor(const std::vector<int32_t>& values) {
   return view_of(values, {int64_t(values.size())});
 }
 
-int64_t packed_bytes(int64_t T, int64_t B, int64_t width, int64_t rotary_dim) {
-  return Packing(T, B, width, rotary_dim).end;
+int64_t packed_bytes(int64_t T, int64_t B, int64_t width, int64_t table_width) {
+  return Packing(T, B, width, table_width).end;
 }
 
 void validate_step_ranges(const ForwardBatch& b, int64_t num_blocks, int64_t num_state_slots,
@@ -143,7 +144,7 @@ StepDims step_dims(const ForwardBatch& b, const RopeSpec* rope, const StepLayout
           padded ? layout->batch : T0,
           padded ? layout->batch : B0,
           padded ? layout->table_width : W0,
-          rope != nullptr ? rope->rotary_dim : 0,
+          rope != nullptr ? vt::rope_table_width(rope->rotary_dim) : 0,
           padded,
           !b.state_slots.empty() || (padded && layout->pad_state_slot >= 0)};
 }

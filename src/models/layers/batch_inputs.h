@@ -33,8 +33,9 @@
 
 namespace vtllm::models {
 
-// The text rotary embedding of a model: rotary_dim dims of each head, base theta,
-// and the MRoPE sections when the model takes [3, T] positions (empty for 1-D RoPE).
+// The text rotary embedding of a model: transformers' rotary dim D (the table rotates
+// vt::rope_table_width(D) dims of each head), base theta, and the MRoPE sections when
+// the model takes [3, T] positions (empty for 1-D RoPE).
 struct RopeSpec {
   int64_t rotary_dim = 0;
   double theta = 10000.0;
@@ -96,8 +97,8 @@ std::vector<int64_t> pack_step(const ForwardBatch& batch, const RopeSpec* rope, 
                                const StepLayout* layout, PackedOffsets* offsets = nullptr);
 
 // Bytes of the packed device buffer for a step of T tokens, B requests, a block table
-// `width` wide, `rotary_dim` cos/sin columns (0: none).
-int64_t packed_bytes(int64_t T, int64_t B, int64_t width, int64_t rotary_dim);
+// `width` wide, `table_width` cos/sin columns (vt::rope_table_width; 0: none).
+int64_t packed_bytes(int64_t T, int64_t B, int64_t width, int64_t table_width);
 
 // The range checks the ops make on host indices, made once on the host for a batch
 // whose indices go to the device: slots within num_blocks * block_size (or -1), the

@@ -7,6 +7,7 @@
 #include "vt/ops/copy.h"
 #include "vt/ops/embedding.h"
 #include "vt/ops/gemm.h"
+#include "vt/ops/rope.h"
 #include "vt/profile.h"
 
 namespace vtllm::models {
@@ -89,7 +90,7 @@ BatchInputs DecoderModel::prepare(vt::Stream& s, const ForwardBatch& batch, Cach
 
 int64_t DecoderModel::packed_input_bytes(const StepLayout& layout) const {
   return models::packed_bytes(layout.batch, layout.batch, layout.table_width,
-                              rope() ? rope()->rotary_dim : 0);
+                              rope() ? vt::rope_table_width(rope()->rotary_dim) : 0);
 }
 
 vt::Tensor DecoderModel::forward_prepared(vt::Stream& s, const BatchInputs& in,

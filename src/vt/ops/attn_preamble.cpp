@@ -54,9 +54,9 @@ Tensor rope_cos_sin_table(const Tensor& positions, int64_t rotary_dim, double th
   if (positions.dim() == 1) return rope_cos_sin_1d(positions, rotary_dim, theta);
   VT_CHECK(positions.dim() == 2 && positions.size(0) == 3, op, ": positions ", positions.str(),
            " must be [tokens] or MRoPE [3, tokens]");
-  VT_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0, op, ": rotary_dim ", rotary_dim, " must be even");
+  VT_CHECK(rotary_dim > 0, op, ": rotary_dim ", rotary_dim, " must be positive");
   VT_CHECK(theta > 1.0, op, ": theta ", theta, " must be > 1");
-  const int64_t half = rotary_dim / 2, n = positions.size(1);
+  const int64_t width = rope_table_width(rotary_dim), half = width / 2, n = positions.size(1);
   // As transformers: three sections, each interleave clipped to the half frequencies
   // (the sections need not sum to half).
   VT_CHECK(mrope_section.size() == 3 && mrope_section[1] >= 0 && mrope_section[2] >= 0, op,
@@ -64,14 +64,14 @@ Tensor rope_cos_sin_table(const Tensor& positions, int64_t rotary_dim, double th
            " entries: expected 3 (temporal, height, width), none negative");
   // rope_cos_sin_1d's frequencies and angle formula, so equal rows match it
   const std::vector<float> inv_freq = rope_inv_freq(rotary_dim, theta);
-  Tensor out = Tensor::empty({n, rotary_dim}, DType::kF32);
+  Tensor out = Tensor::empty({n, width}, DType::kF32);
   float* o = out.data<float>();
   for (int64_t t = 0; t < n; ++t)
     for (int64_t i = 0; i < half; ++i) {
       const float angle =
           float(position_at(positions, mrope_axis(i, mrope_section), t)) * inv_freq[size_t(i)];
-      o[t * rotary_dim + i] = float(std::cos(double(angle)));
-      o[t * rotary_dim + half + i] = float(std::sin(double(angle)));
+      o[t * width + i] = float(std::cos(double(angle)));
+      o[t * width + half + i] = float(std::sin(double(angle)));
     }
   return out;
 }

@@ -1,9 +1,10 @@
 // The full-attention preamble: q/k RMSNorm, partial NeoX rotary and the output gate,
 // in one pass (AttnQkNormRopeGate), and the per-token cos/sin table it consumes.
 //
-// rope_cos_sin_table(positions, rotary_dim, theta, mrope_section) -> f32 [T, R]
+// rope_cos_sin_table(positions, D, theta, mrope_section) -> f32 [T, R], R = 2 ceil(D/2)
 //   The table of vt/ops/rope.h (cos in [:, :R/2], sin in [:, R/2:]). Slot i < R/2 has
-//   inv_freq[i] = 1 / theta^(2i/R) (f32, as HF) and angle = f32(pos * inv_freq[i]), where pos is
+//   inv_freq[i] = 1 / theta^(2i/D) (f32, as HF; D odd: see rope_cos_sin_1d) and
+//   angle = f32(pos * inv_freq[i]), where pos is
 //     positions [T]:     the token's position (1-D RoPE);
 //     positions [3, T]:  MRoPE (temporal, height, width rows), interleaved as Qwen3-VL /
 //                        Qwen3.5 (qwen3_5.md §7.3) with mrope_section {s_t, s_h, s_w}: slot i

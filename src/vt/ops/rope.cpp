@@ -25,7 +25,7 @@ cpu::HeadsView heads_view(const Tensor& t, const char* op, const char* name) {
 void check_table_args(const char* op, const Tensor& positions, int64_t rotary_dim, double theta) {
   expect_dtype(positions, op, "positions", {DType::kI32, DType::kI64});
   VT_CHECK(positions.dim() == 1, op, ": positions ", positions.str(), " must be [tokens]");
-  VT_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0, op, ": rotary_dim ", rotary_dim, " must be even");
+  VT_CHECK(rotary_dim > 0, op, ": rotary_dim ", rotary_dim, " must be positive");
   VT_CHECK(theta > 1.0, op, ": theta ", theta, " must be > 1");
 }
 }  // namespace
@@ -52,10 +52,12 @@ void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out) {
 #endif
 }
 
+int64_t rope_table_width(int64_t rotary_dim) { return 2 * ((rotary_dim + 1) / 2); }
+
 std::vector<float> rope_inv_freq(int64_t rotary_dim, double theta) {
-  std::vector<float> inv_freq(static_cast<size_t>(rotary_dim / 2));
+  std::vector<float> inv_freq(static_cast<size_t>(rope_table_width(rotary_dim) / 2));
   for (size_t i = 0; i < inv_freq.size();
-       ++i)  // f32 like HF: 1.0 / base ** (arange(0, R, 2).float() / R)
+       ++i)  // f32 like HF: 1.0 / base ** (arange(0, D, 2).float() / D)
     inv_freq[i] = 1.0f / std::pow(float(theta), float(2 * int64_t(i)) / float(rotary_dim));
   return inv_freq;
 }
@@ -66,7 +68,7 @@ Tensor rope_cos_sin_1d(const Tensor& positions, int64_t rotary_dim, double theta
   VT_CHECK(positions.device().is_cpu(), op, ": positions ", positions.str(),
            " must be on the CPU (the stream form takes device positions)");
   const std::vector<float> inv_freq = rope_inv_freq(rotary_dim, theta);
-  Tensor out = Tensor::empty({positions.size(0), rotary_dim}, DType::kF32);
+  Tensor out = Tensor::empty({positions.size(0), rope_table_width(rotary_dim)}, DType::kF32);
   cpu::rope_cos_sin_rows(positions, inv_freq.data(), out, 0, positions.size(0));
   return out;
 }
@@ -78,6 +80,7 @@ void rope_cos_sin_1d(Stream& s, const Tensor& positions, double theta, Tensor& o
   VT_CHECK(out.dim() == 2 && out.is_contiguous(), op, ": out ", out.str(),
            " must be a contiguous [tokens, rotary_dim]");
   check_table_args(op, positions, out.size(1), theta);
+  VT_CHECK(out.size(1) % 2 == 0, op, ": out ", out.str(), " must have an even width");
   expect_shape(out, op, "out", {positions.size(0), out.size(1)});
   expect_device(s, op, {&positions, &out});
   const std::vector<float> inv_freq = rope_inv_freq(out.size(1), theta);

@@ -14,12 +14,15 @@
 //   arithmetic, as the oracle's `x * cos + rotate_half(x) * sin` on bf16 tensors
 //   (qwen3_5.md §7.4): each product rounds, then their sum; x and the table are taken
 //   as they are (the model rounds the table to the activation dtype).
-// rope_cos_sin_1d(positions, R, theta): the CPU table for 1-D positions [T]
-//   (i32/i64, on the CPU): inv_freq[i] = rope_inv_freq(R, theta)[i] = 1 / theta^(2i/R) and
+// rope_cos_sin_1d(positions, D, theta): the CPU table for 1-D positions [T]
+//   (i32/i64, on the CPU), [T, R] with R = rope_table_width(D) = 2 ceil(D/2):
+//   inv_freq[i] = rope_inv_freq(D, theta)[i] = 1 / theta^(2i/D) for i < R/2 and
 //   angle = f32(pos) * inv_freq[i], both in f32 as HF's default rope does, then cos/sin
-//   of the f32 angle computed in double and rounded to f32.
-// rope_cos_sin_1d(s, positions, theta, out): the same table on s's device: positions [T]
-//   i32/i64 and out [T, R] f32 contiguous, both on s's device. The CUDA arm takes
+//   of the f32 angle computed in double and rounded to f32. D is transformers' rotary
+//   `dim` (head_dim x partial_rotary_factor); when it is odd, HF still rotates R dims
+//   (cat(freqs, freqs)) with the exponents over D, and so does this table.
+// rope_cos_sin_1d(s, positions, theta, out): the same table on s's device, D = R: positions
+//   [T] i32/i64 and out [T, R] f32 contiguous (R even), both on s's device. The CUDA arm takes
 //   inv_freq from the host (the same f32 values) and the f32 angle, then double
 //   sincos: its double cos/sin are within 2 ulp (glibc's within 1), so an entry equals
 //   the CPU's unless that double lands next to an f32 rounding boundary (about 1 in
@@ -39,7 +42,9 @@ namespace vt {
 void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out);
 Tensor rope_cos_sin_1d(const Tensor& positions, int64_t rotary_dim, double theta);
 void rope_cos_sin_1d(Stream& s, const Tensor& positions, double theta, Tensor& out);
-// inv_freq[i] = 1 / theta^(2i / R) in f32 for i < R/2: every table builder's frequencies.
+// inv_freq[i] = 1 / theta^(2i / D) in f32 for i < ceil(D/2): every table builder's frequencies.
 std::vector<float> rope_inv_freq(int64_t rotary_dim, double theta);
+// The table's width (dims rotated) for rotary dim D: 2 ceil(D/2), as HF's cat(freqs, freqs).
+int64_t rope_table_width(int64_t rotary_dim);
 
 }  // namespace vt

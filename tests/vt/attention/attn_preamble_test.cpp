@@ -114,6 +114,41 @@ TEST(AttnQkNormRopeGate, UngatedPlainNormFullRotary) {
                vtllm::Error);
 }
 
+// transformers' rotary dim D = head_dim x partial_rotary_factor may be odd (head_dim 36 x
+// 0.25 = 9): inv_freq = 1 / base ** (arange(0, D, 2) / D) has ceil(D/2) entries and
+// cat(freqs, freqs) rotates 2 ceil(D/2) dims. Recomputed here in transformers' order.
+TEST(RopeCosSinTable, OddRotaryDimRotatesTheNextEvenWidthAsTransformers) {
+  const std::vector<int64_t> pos = {0, 1, 7, 123, 4097};
+  const int64_t D = 9, half = 5;
+  const double theta = 1e7;
+  EXPECT_EQ(rope_table_width(D), 10);
+  EXPECT_EQ(rope_table_width(8), 8);
+  ASSERT_EQ(rope_inv_freq(D, theta).size(), size_t(half));
+  Tensor one = rope_cos_sin_table(positions_of(pos, {5}), D, theta);
+  ASSERT_EQ(one.size(1), 2 * half);
+  std::vector<int64_t> three;
+  for (int r = 0; r < 3; ++r) three.insert(three.end(), pos.begin(), pos.end());
+  Tensor mr = rope_cos_sin_table(positions_of(three, {3, 5}), D, theta, {11, 11, 10});
+  ASSERT_EQ(mr.size(1), 2 * half);
+  for (size_t t = 0; t < pos.size(); ++t)
+    for (int64_t i = 0; i < half; ++i) {
+      const float inv = 1.0f / std::pow(float(theta), float(2 * i) / float(D));
+      const float angle = float(pos[t]) * inv;
+      const float* row = one.data<float>() + t * size_t(2 * half);
+      EXPECT_EQ(row[i], float(std::cos(double(angle)))) << t << " " << i;
+      EXPECT_EQ(row[half + i], float(std::sin(double(angle)))) << t << " " << i;
+      EXPECT_EQ(mr.data<float>()[t * size_t(2 * half) + size_t(i)], row[i]);
+    }
+  // The model's unfused rotary on that table leaves dims past 10 alone.
+  std::mt19937 rng(3);
+  Tensor x = random_tensor({5, 1, 36}, rng), out = poisoned({5, 1, 36});
+  Stream s(Device::cpu());
+  rope_neox(s, x, one, out);
+  for (int64_t t = 0; t < 5; ++t)
+    for (int64_t i = 10; i < 36; ++i)
+      EXPECT_EQ(out.data<float>()[t * 36 + i], x.data<float>()[t * 36 + i]);
+}
+
 TEST(RopeCosSinTable, MropeWithEqualRowsIsTheOneDimTable) {
   const std::vector<int64_t> pos = {0, 1, 2, 50, 123456};
   Tensor one = rope_cos_sin_table(positions_of(pos, {5}), 16, 1e7);
