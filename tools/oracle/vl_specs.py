@@ -6,15 +6,15 @@ positions) that vl_fixtures.py cross-checks transformers against.
 
 vl_fixtures.py builds and runs the fixtures from these definitions; every architecture
 shares every case, media item and writer. Run alone, this file checks its definitions
-against a committed fixture (any machine with python 3):
+against the committed fixtures (any machine with python 3; a ctest, oracle.vl_specs):
 
-  vl_specs.py [--fixture DIR]    (default tests/fixtures/qwen3_5-tiny-vl)
+  vl_specs.py [--fixture DIR]...   (default: every fixture of ARCHS that has been written)
 
-It asserts that the dense spec reproduces the committed config.json and parameter count,
-that the cases, media and vision ids are the ones the fixture recorded, that §13/§14/§16
-here give the fixture's grids, timestamps, token types, positions and δ, and that the
-MoE spec has the shape the tests need (>= 16 experts, top-k >= 4, a shared expert)
-within the byte budget; it prints the MoE fixture's expected size.
+It asserts that each fixture's spec reproduces its committed config.json and parameter
+count, that the cases, media and vision ids are the ones the fixture recorded, that
+§13/§14/§16 here give the fixture's grids, timestamps, token types, positions and δ, and
+that the MoE spec has the shape the tests need (>= 16 experts, top-k >= 4, a shared
+expert) within the hard byte cap; it prints the MoE fixture's expected size.
 """
 import argparse
 import hashlib
@@ -302,7 +302,8 @@ def safetensors_count(path):
     return sum(math.prod(t["shape"]) for k, t in header.items() if k != "__metadata__")
 
 
-def check(fdir):
+def check_fixture(fdir):
+    """The spec, cases, media and qwen3_5.md rules against the fixture written in `fdir`."""
     ref = json.load(open(os.path.join(fdir, "vl_reference.json"), encoding="utf-8"))
     cfg = json.load(open(os.path.join(fdir, "config.json"), encoding="utf-8"))
     arch = next(k for k, a in ARCHS.items() if a["arch"] == ref["architecture"])
@@ -361,15 +362,19 @@ def check(fdir):
     print(f"vl_specs: {os.path.relpath(fdir, REPO)}: spec, config, {n_file} parameters, "
           f"{len(CASES)} cases, media, grids, timestamps, positions and delta all agree")
 
-    # The MoE spec: its shape and expected size (the dense fixture's other files + its model).
-    moe = make_spec("moe", ids)
+
+def check_moe_spec(dense_dir):
+    """The MoE spec's shape, and its fixture's expected size: the dense fixture's files
+    other than the model, plus the MoE model."""
+    ids = vision_ids(dense_dir)
+    spec, moe = make_spec("dense", ids), make_spec("moe", ids)
     mc = moe["config"]
     assert mc["num_experts"] >= 16 and mc["num_experts_per_tok"] >= 4 and \
         mc["shared_expert_intermediate_size"] > 0, mc
     assert mc["num_hidden_layers"] % 4 == 0 and "intermediate_size" not in mc
     assert moe["vision"] == spec["vision"] and moe["top"] == spec["top"]
-    others = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(fdir) for f in fs
-                 if f != "model.safetensors")
+    others = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(dense_dir)
+                 for f in fs if f != "model.safetensors")
     model_bytes = 2 * param_count(moe) + 200 * (mc["num_hidden_layers"] * 16 + 40)  # + header
     total = others + model_bytes
     assert total < HARD_FIXTURE_BYTES, f"the MoE fixture would take {total} bytes"
@@ -384,9 +389,16 @@ def check(fdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fixture", default=os.path.join(REPO, fixture_dest("dense")))
+    ap.add_argument("--fixture", action="append", default=[],
+                    help="a fixture directory to check (repeatable)")
     args = ap.parse_args()
-    check(os.path.abspath(args.fixture))
+    dirs = [os.path.abspath(d) for d in args.fixture] or \
+        [os.path.join(REPO, fixture_dest(a)) for a in ARCHS
+         if os.path.exists(os.path.join(REPO, fixture_dest(a), "vl_reference.json"))]
+    assert dirs, "no VL fixture to check"
+    for d in dirs:
+        check_fixture(d)
+    check_moe_spec(os.path.join(REPO, fixture_dest("dense")))
 
 
 if __name__ == "__main__":
