@@ -1,6 +1,8 @@
-// The multimodal oracle fixture tests/fixtures/qwen3_5-tiny-vl (tools/oracle/vl_fixtures.py:
-// transformers' Qwen3VLProcessor, Qwen3.5 chat template, f32 Qwen3_5ForConditionalGeneration)
-// reproduced STRICTLY by the CPU model:
+// The multimodal oracle fixtures (tools/oracle/vl_fixtures.py: transformers'
+// Qwen3VLProcessor, Qwen3.5 chat template, f32 Qwen3_5ForConditionalGeneration in
+// tests/fixtures/qwen3_5-tiny-vl and Qwen3_5MoeForConditionalGeneration in
+// tests/fixtures/qwen3_5_moe-tiny-vl-mm; every fixture directory with a vl_reference.json,
+// vl_fixture_dirs.h) reproduced STRICTLY by the CPU model:
 //   - the vision tower's features from the stored pixel_values equal the oracle's;
 //   - the 32 greedy tokens of every conversation equal the oracle's, with the oracle's
 //     features scattered into the placeholder rows and its 3-D positions ([3, T], then
@@ -10,7 +12,7 @@
 //   - zero features change most of the tokens (the fixture is sensitive to the image).
 // and the bf16 gate: the same end to end in bf16 (on the CPU's bf16 path, and on CUDA when
 // there is a device) against vl_reference_bf16.json outside the tie band.
-// Skips, saying so, until the fixture exists.
+// Each fixture skips, saying so, until it exists.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include "io/safetensors.h"
 #include "models/cache.h"
 #include "models/registry.h"
+#include "vl_fixture_dirs.h"
 #include "vt/device.h"
 #include "vt/ops/copy.h"
 
@@ -36,15 +39,11 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kDir = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3_5-tiny-vl";
 constexpr double kRelTol = 1e-4;
 
-#define VT_REQUIRE_VL_FIXTURE()                                                    \
-  if (!std::filesystem::exists(kDir + "/vl_reference.json")) {                     \
-    GTEST_SKIP() << "tests/fixtures/qwen3_5-tiny-vl has no vl_reference.json yet " \
-                    "(tools/oracle/vl_fixtures.py writes it on the GPU machine)";  \
-  }                                                                                \
-  static_assert(true)
+std::string source_path(const std::string& rel) {
+  return std::string(VTLLM_SOURCE_DIR) + "/" + rel;
+}
 
 struct Fixture {
   json ref;
@@ -52,15 +51,17 @@ struct Fixture {
   std::unique_ptr<Model> model;
   vt::Stream s;
 
-  // The fixture's model on `device` in `dtype` (unset: the device's default).
-  explicit Fixture(vt::Device device = vt::Device::cpu(), std::optional<vt::DType> dtype = {})
-      : ref(json::parse(read_file(kDir + "/vl_reference.json"))),
-        tensors(io::SafetensorsFile::open(kDir + "/vl_tensors.safetensors")),
+  // The model of the fixture in `dir` (absolute) on `device` in `dtype` (unset: the
+  // device's default).
+  explicit Fixture(const std::string& dir, vt::Device device = vt::Device::cpu(),
+                   std::optional<vt::DType> dtype = {})
+      : ref(json::parse(read_file(dir + "/vl_reference.json"))),
+        tensors(io::SafetensorsFile::open(dir + "/vl_tensors.safetensors")),
         s(device) {
     LoadConfig load;
     load.device = device;
     load.dtype = dtype;
-    model = load_model(kDir, s, load, ModelOptions{});
+    model = load_model(dir, s, load, ModelOptions{});
   }
   // Another model and reference, no tensors (the driver's own check).
   Fixture(std::unique_ptr<Model> m, json r) : ref(std::move(r)), model(std::move(m)) {}
@@ -248,7 +249,7 @@ vt::Tensor features_or_empty(const Fixture& f, const std::string& name) {
   return f.has(name) ? f.get(name) : vt::Tensor();
 }
 
-TEST(VisionFixture, RunnerReproducesTheTextOnlyVlFixture) {
+TEST(VisionFixtureRunner, ReproducesTheTextOnlyVlFixture) {
   // The driver above on a text-only oracle (qwen3_5-tiny-r3-vl): [3, T] positions with
   // equal rows and delta 0 (qwen3_5.md §16.2) give the oracle's tokens.
   const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3_5-tiny-r3-vl";
@@ -269,9 +270,22 @@ TEST(VisionFixture, RunnerReproducesTheTextOnlyVlFixture) {
   EXPECT_LE(max_rel, kRelTol);
 }
 
-TEST(VisionFixture, TowerMatchesOracleFeaturesFromStoredPixels) {
-  VT_REQUIRE_VL_FIXTURE();
-  Fixture f;
+// One VL fixture directory (repository-relative) per instance; skips while the fixture
+// has no vl_reference.json.
+class VisionFixture : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(dir() + "/vl_reference.json"))
+      GTEST_SKIP() << GetParam() << " has no vl_reference.json yet "
+                   << "(tools/oracle/vl_fixtures.py writes it on the GPU machine)";
+  }
+  std::string dir() const { return source_path(GetParam()); }
+  // The fixture's name, for the printed figures.
+  std::string name() const { return testing::vl_fixture_test_name(GetParam()); }
+};
+
+TEST_P(VisionFixture, TowerMatchesOracleFeaturesFromStoredPixels) {
+  Fixture f(dir());
   VisionTower* tower = f.model->vision_tower();
   ASSERT_NE(tower, nullptr);
   int n = 0;
@@ -284,30 +298,29 @@ TEST(VisionFixture, TowerMatchesOracleFeaturesFromStoredPixels) {
     const double err = rel_error(want, got);
     // f32 against f32: summation order only (the oracle's GEMMs and SDPA).
     EXPECT_LE(err, 1e-4) << item;
-    std::printf("[vl fixture] tower %s: %lld patches -> %lld features, max error %.3g x rms\n",
-                item.c_str(), (long long)px.size(0), (long long)got.size(0), err);
+    std::printf("[vl fixture] %s: tower %s: %lld patches -> %lld features, max error %.3g x rms\n",
+                name().c_str(), item.c_str(), (long long)px.size(0), (long long)got.size(0), err);
     ++n;
   }
   EXPECT_GE(n, 1) << "the fixture stores no item's pixels";
 }
 
-TEST(VisionFixture, GreedyMatchesOracleWithOracleFeatures) {
-  VT_REQUIRE_VL_FIXTURE();
-  Fixture f;
+TEST_P(VisionFixture, GreedyMatchesOracleWithOracleFeatures) {
+  Fixture f(dir());
   double max_rel = 0;
   int tokens = 0;
   for (const auto& c : f.ref["cases"]) {
-    const std::string name = c["name"].get<std::string>();
+    const std::string case_name = c["name"].get<std::string>();
     const InputEmbeddings e =
         placeholder_embeds(c["ids"].get<std::vector<int32_t>>(), f.ref["vision_token_ids"],
-                           features_or_empty(f, name + ".image_features"),
-                           features_or_empty(f, name + ".video_features"));
+                           features_or_empty(f, case_name + ".image_features"),
+                           features_or_empty(f, case_name + ".video_features"));
     tokens += int(greedy(f, c, e, true, &max_rel).size());
   }
   std::printf(
-      "[vl fixture] %d greedy tokens equal with the oracle's features, max logit error "
+      "[vl fixture] %s: %d greedy tokens equal with the oracle's features, max logit error "
       "%.3g\n",
-      tokens, max_rel);
+      name().c_str(), tokens, max_rel);
 }
 
 // Whether every image and video of case `c` has its pixels in the fixture.
@@ -349,9 +362,8 @@ InputEmbeddings tower_embeds(Fixture& f, const json& c) {
                             tower_features(f, c, "videos", "video_grid_thw")));
 }
 
-TEST(VisionFixture, GreedyMatchesOracleEndToEnd) {
-  VT_REQUIRE_VL_FIXTURE();
-  Fixture f;
+TEST_P(VisionFixture, GreedyMatchesOracleEndToEnd) {
+  Fixture f(dir());
   ASSERT_NE(f.model->vision_tower(), nullptr);
   double max_rel = 0;
   int cases = 0;
@@ -362,17 +374,16 @@ TEST(VisionFixture, GreedyMatchesOracleEndToEnd) {
     ++cases;
   }
   EXPECT_GE(cases, 1) << "no case has all its items' pixels stored";
-  std::printf("[vl fixture] %d cases end to end from pixels, max logit error %.3g\n", cases,
-              max_rel);
+  std::printf("[vl fixture] %s: %d cases end to end from pixels, max logit error %.3g\n",
+              name().c_str(), cases, max_rel);
 }
 
-TEST(VisionFixture, ZeroFeaturesChangeTheTokens) {
-  VT_REQUIRE_VL_FIXTURE();
-  Fixture f;
+TEST_P(VisionFixture, ZeroFeaturesChangeTheTokens) {
+  Fixture f(dir());
   for (const auto& c : f.ref["cases"]) {
-    const std::string name = c["name"].get<std::string>();
-    vt::Tensor image = features_or_empty(f, name + ".image_features");
-    vt::Tensor video = features_or_empty(f, name + ".video_features");
+    const std::string case_name = c["name"].get<std::string>();
+    vt::Tensor image = features_or_empty(f, case_name + ".image_features");
+    vt::Tensor video = features_or_empty(f, case_name + ".video_features");
     for (vt::Tensor* t : {&image, &video})
       if (t->defined()) std::fill(t->data<float>(), t->data<float>() + t->numel(), 0.0f);
     const InputEmbeddings e = placeholder_embeds(c["ids"].get<std::vector<int32_t>>(),
@@ -382,11 +393,13 @@ TEST(VisionFixture, ZeroFeaturesChangeTheTokens) {
     int changed = 0;
     for (size_t i = 0; i < want.size(); ++i) changed += got[i] != want[i];
     // Most of them (the fixture is seed-selected so inverted pixels change most, too).
-    EXPECT_GE(changed, int(want.size()) / 2) << name << ": zero features keep the oracle's tokens";
+    EXPECT_GE(changed, int(want.size()) / 2)
+        << case_name << ": zero features keep the oracle's tokens";
     std::printf(
-        "[vl fixture] %s: zero features change %d of %zu tokens (inverted pixels in the "
+        "[vl fixture] %s: %s: zero features change %d of %zu tokens (inverted pixels in the "
         "oracle: %d)\n",
-        name.c_str(), changed, want.size(), c["inverted"]["tokens_changed"].get<int>());
+        name().c_str(), case_name.c_str(), changed, want.size(),
+        c["inverted"]["tokens_changed"].get<int>());
   }
 }
 
@@ -402,13 +415,15 @@ double bf16_ulp(double x) {
 }
 
 // Every case whose pixels are stored, end to end in bf16 on `device` (tower, then the
-// language model with the fixture's positions), against vl_reference_bf16.json: every
-// token equal except at a step whose oracle margin is inside the tie band, where the
-// rest of the case is not compared (printed).
-void run_bf16_gate(vt::Device device) {
-  Fixture f(device, vt::DType::kBF16);
+// language model with the fixture's positions), against the fixture's
+// vl_reference_bf16.json (skips without one): every token equal except at a step whose
+// oracle margin is inside the tie band, where the rest of the case is not compared (printed).
+void run_bf16_gate(const std::string& dir, vt::Device device) {
+  if (!std::filesystem::exists(dir + "/vl_reference_bf16.json"))
+    GTEST_SKIP() << dir << " has no vl_reference_bf16.json (vl_fixtures.py --bf16 writes it)";
+  Fixture f(dir, device, vt::DType::kBF16);
   ASSERT_EQ(f.model->dtype(), vt::DType::kBF16);
-  const json bref = json::parse(read_file(kDir + "/vl_reference_bf16.json"));
+  const json bref = json::parse(read_file(dir + "/vl_reference_bf16.json"));
   int cases = 0, compared = 0, in_band = 0;
   for (const auto& c : f.ref["cases"]) {
     if (!all_items_stored(f, c)) continue;
@@ -454,20 +469,24 @@ void run_bf16_gate(vt::Device device) {
     ++cases;
   }
   EXPECT_GE(cases, 1);
-  std::printf("[vl bf16] %s: %d cases end to end, %d steps compared, %d inside the tie band\n",
-              device.str().c_str(), cases, compared, in_band);
+  std::printf(
+      "[vl bf16] %s on %s: %d cases end to end, %d steps compared, %d inside the tie band\n",
+      dir.substr(dir.rfind('/') + 1).c_str(), device.str().c_str(), cases, compared, in_band);
 }
 
-TEST(VisionFixture, Bf16CpuEndToEndMatchesBf16OracleOutsideTieBand) {
-  VT_REQUIRE_VL_FIXTURE();
-  run_bf16_gate(vt::Device::cpu());
+TEST_P(VisionFixture, Bf16CpuEndToEndMatchesBf16OracleOutsideTieBand) {
+  run_bf16_gate(dir(), vt::Device::cpu());
 }
 
-TEST(VisionFixture, Bf16CudaEndToEndMatchesBf16OracleOutsideTieBand) {
-  VT_REQUIRE_VL_FIXTURE();
+TEST_P(VisionFixture, Bf16CudaEndToEndMatchesBf16OracleOutsideTieBand) {
   if (vt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  run_bf16_gate(vt::Device::cuda(0));
+  run_bf16_gate(dir(), vt::Device::cuda(0));
 }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, VisionFixture, ::testing::ValuesIn(testing::vl_fixture_dirs()),
+                         [](const auto& info) {
+                           return testing::vl_fixture_test_name(info.param);
+                         });
 
 }  // namespace
 }  // namespace vtllm::models

@@ -35,16 +35,18 @@ def qwen3_5_text(vocab, theta, hk, hv, tie, extra=None):
     return cfg
 
 
-def qwen3_5_moe_text(vocab, theta, hk, hv, layers, experts, top_k, inter, shared):
+def qwen3_5_moe_text(vocab, theta, hk, hv, layers, experts, top_k, inter, shared, tie=False,
+                     extra=None):
     """A Qwen3.5-MoE text config: qwen3_5_text's GDN and gated attention with `layers`
     layers ([LA, LA, LA, FA] repeated) and the sparse block in every layer: `experts`
     routed experts of width `inter`, `top_k` per token, a shared expert of width `shared`.
     No dense intermediate_size (the real MoE configs have none)."""
-    cfg = qwen3_5_text(vocab, theta, hk, hv, tie=False,
+    cfg = qwen3_5_text(vocab, theta, hk, hv, tie=tie,
                        extra=dict(num_hidden_layers=layers, num_experts=experts,
                                   num_experts_per_tok=top_k, moe_intermediate_size=inter,
                                   shared_expert_intermediate_size=shared))
     del cfg["intermediate_size"]
+    cfg.update(extra or {})
     return cfg
 
 

@@ -97,22 +97,37 @@ def pick_experts_implementation(model, spec):
         oracle_run.prefill_logits(model, [1, 2, 3])
 
 
-def attach_router_probe(model):
-    """Records, for every routing decision the model makes, the gap between the k-th and
-    the (k+1)-th softmax probability: how far the oracle's routing is from a tie."""
-    gaps = []
+class RouterProbe:
+    """Records, for every routing decision a model makes, the gap between the k-th and the
+    (k+1)-th softmax probability: how far the oracle's routing is from a tie. The gap is
+    recomputed from the router's input and weight in the router's own dtype (what the
+    router's output holds, logits or probabilities, differs across transformers versions)."""
 
-    def hook(module, args, out):
-        logits = out[0] if isinstance(out, tuple) else out
-        p = torch.softmax(logits.float(), dim=-1).sort(dim=-1, descending=True).values
+    def __init__(self, model):
+        self.gaps = []  # per router call: the smallest gap over its tokens
+        self.ties = 0  # decisions whose k-th and (k+1)-th probabilities are equal
+        for m in model.modules():
+            if type(m).__name__.endswith("TopKRouter"):
+                m.register_forward_hook(self._hook, with_kwargs=True)
+
+    def _hook(self, module, args, kwargs, out):
+        h = args[0] if args else kwargs["hidden_states"]
+        h = h.reshape(-1, module.weight.shape[1])
+        logits = torch.nn.functional.linear(h, module.weight)
+        p = torch.softmax(logits, dim=-1, dtype=torch.float32).sort(dim=-1, descending=True).values
         k = module.top_k
         if k < p.shape[-1]:
-            gaps.append(float((p[..., k - 1] - p[..., k]).min()))
+            gap = p[:, k - 1] - p[:, k]
+            self.gaps.append(float(gap.min()))
+            self.ties += int((gap == 0).sum())
 
-    for m in model.modules():
-        if type(m).__name__.endswith("TopKRouter"):
-            m.register_forward_hook(hook)
-    return gaps
+    def min_gap(self):
+        assert self.gaps, "the router probe saw no routing"
+        return min(self.gaps)
+
+
+def attach_router_probe(model):
+    return RouterProbe(model)
 
 
 EXPERT_PIECE = re.compile(r"^(.*\.mlp\.experts\.)(\d+)\.(gate|up|down)_proj\.weight$")
@@ -432,7 +447,7 @@ def make_one(spec, out_root, args):
     for attempt in range(MAX_SEED_TRIES):
         seed = spec["seed"] + attempt
         model = build_model(spec, seed)
-        router_gaps = attach_router_probe(model) if is_moe(spec) else None
+        router_probe = attach_router_probe(model) if is_moe(spec) else None
         results = [oracle_run.greedy(model, p["ids"], STEPS) for p in prompts]
         margin = min(min(r["margins"]) for r in results)
         tries.append((seed, margin))
@@ -453,12 +468,11 @@ def make_one(spec, out_root, args):
     ref["reload_max_abs_logit_diff"] = reload_diff
     ref["safetensors"] = safetensors_layout(os.path.join(fdir, "model.safetensors"), spec)
     if is_moe(spec):
-        assert router_gaps, f"{spec['name']}: the router probe saw no routing"
         ref["moe"] = dict(
             experts_implementation=experts_implementation(model),
             save_pretrained_layout=saved_layout,
             stored_layout="fused",
-            router_min_kth_gap=min(router_gaps),
+            router_min_kth_gap=router_probe.min_gap(),
             router_min_kth_gap_means="smallest p_k - p_(k+1) (softmax probabilities) over every "
                                      "routing decision of the greedy runs",
             per_expert_reload=per_expert_reload(model, spec, fdir, prompts[-1]["ids"]),
