@@ -99,6 +99,22 @@ engine::ConstraintFactory StructuredCompiler::factory(
   };
 }
 
+engine::ConstraintFactory after_reasoning(engine::ConstraintFactory constraint,
+                                          const ReasoningTokenIds& tags,
+                                          std::span<const std::vector<int32_t>> prompts,
+                                          const std::string& param) {
+  size_t ended = 0;
+  for (const std::vector<int32_t>& p : prompts) ended += prompt_ids_end_reasoning(p, tags);
+  if (ended == prompts.size()) return constraint;
+  if (ended != 0) {
+    throw ApiError::bad_request(
+        param, str_cat("'", param, "': with a reasoning parser, a structured output starts after ",
+                       "the reasoning, and these prompts differ in whether they already end it; ",
+                       "send them in separate requests"));
+  }
+  return engine::start_after_token(std::move(constraint), tags.end);
+}
+
 void GrammarConstraint::fill_bitmask(std::span<uint32_t> words) {
   const size_t n = matcher_.compiled().vocab().mask_words();
   VT_CHECK(words.size() >= n, "grammar constraint: a mask of ", words.size(),

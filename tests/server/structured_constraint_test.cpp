@@ -133,6 +133,52 @@ TEST(StructuredConstraint, ForcedToolCallsParseWithValidArguments) {
   }
 }
 
+// after_reasoning per prompt: a prompt that ended the reasoning gets the grammar from its
+// first token; an open one (or one without tags) gets every token until </think>, which
+// is free, then the grammar; prompts that disagree are a 400.
+TEST(StructuredConstraint, AfterReasoningGatesPerPrompt) {
+  StructuredOutput so;
+  so.kind = StructuredOutput::Kind::kChoice;
+  so.choices = {"yes", "no"};
+  const auto g = compiler().compile(so);
+  const ReasoningTokenIds tags = *reasoning_token_ids(tokenizer());
+  const auto ids = [](const char* text) { return tokenizer().encode(text, false); };
+  const std::vector<int32_t> closed = ids("<think>\n\n</think>\n\n"),
+                             open = ids("<|im_start|>assistant\n<think>\n"), none = ids("Answer:");
+  const size_t n = compiler().vocab().mask_words();
+  std::vector<uint32_t> grammar_mask(n), mask(n);
+  GrammarConstraint(g).fill_bitmask(grammar_mask);
+  const std::vector<uint32_t> all(n, ~0u);
+  ASSERT_NE(grammar_mask, all);
+
+  const std::vector<std::vector<int32_t>> just_closed = {closed, closed};
+  auto from_start = after_reasoning(StructuredCompiler::factory(g), tags, just_closed, "prompt")();
+  from_start->fill_bitmask(mask);
+  EXPECT_EQ(mask, grammar_mask);
+
+  for (const auto& p : {open, none}) {
+    const std::vector<std::vector<int32_t>> prompts = {p};
+    auto c = after_reasoning(StructuredCompiler::factory(g), tags, prompts, "prompt")();
+    for (int32_t t : ids("free text, even no")) {
+      c->fill_bitmask(mask);
+      EXPECT_EQ(mask, all);
+      EXPECT_TRUE(c->accept(t));
+      EXPECT_FALSE(c->terminated());
+    }
+    c->fill_bitmask(mask);
+    EXPECT_TRUE(c->accept(tags.end));
+    c->fill_bitmask(mask);
+    EXPECT_EQ(mask, grammar_mask);
+    for (int32_t t : ids("no")) EXPECT_TRUE(c->accept(t));
+    EXPECT_FALSE(c->accept(ids("x")[0]));
+    EXPECT_TRUE(c->accept(4098));
+    EXPECT_TRUE(c->terminated());
+  }
+  const std::vector<std::vector<int32_t>> mixed = {closed, none};
+  EXPECT_API_ERROR(after_reasoning(StructuredCompiler::factory(g), tags, mixed, "prompt"), 400,
+                   "prompt", "invalid_value");
+}
+
 TEST(StructuredConstraint, UnsupportedSchemasAreA400NamingTheField) {
   StructuredOutput so;
   so.schema_json = R"({"type": "integer", "multipleOf": 3})";
