@@ -234,9 +234,18 @@ std::optional<StructuredOutput> parse_structured(const JsonFields& f) {
     }
     if (const auto st = so->find("structural_tag"); st != so->end() && !st->is_null())
       bad_field("structured_outputs.structural_tag", "is not supported", "unsupported");
+    if (const auto wp = so->find("whitespace_pattern"); wp != so->end() && !wp->is_null())
+      bad_field("structured_outputs.whitespace_pattern", "is not supported", "unsupported");
     if (found.empty())
       bad_field("structured_outputs",
                 "names no constraint (one of json, regex, choice, grammar, json_object)");
+    // vLLM's guidance backend reads it from the request (its xgrammar one only from the
+    // server's --structured-outputs-config); here the request's is honored.
+    if (const auto dw = so->find("disable_any_whitespace"); dw != so->end() && !dw->is_null()) {
+      if (!dw->is_boolean())
+        bad_field("structured_outputs.disable_any_whitespace", "must be a boolean", "invalid_type");
+      found.back().any_whitespace = !dw->get<bool>();
+    }
   }
   static const std::pair<const char*, Kind> kGuided[] = {{"guided_json", Kind::kJson},
                                                          {"guided_regex", Kind::kRegex},

@@ -15,11 +15,14 @@ namespace vtllm::server {
 
 namespace {
 
-// JSON Schema options for a request: OpenAI strict mode reads an absent
-// additionalProperties as false; otherwise (vLLM's xgrammar default) as true.
-structured::JsonSchemaOptions schema_options(bool strict) {
+// JSON Schema options as vLLM's default backend compiles a schema (xgrammar's
+// compile_json_schema with strict_mode on and, disable_any_whitespace being off,
+// any_whitespace on): closed objects and arrays, any [ \t\n] run between tokens. The
+// request's `strict` flag changes nothing, as in vLLM.
+structured::JsonSchemaOptions schema_options(const StructuredOutput& so) {
   structured::JsonSchemaOptions o;
-  o.strict = strict;
+  o.strict = true;
+  o.any_whitespace = so.any_whitespace;
   return o;
 }
 
@@ -51,13 +54,15 @@ std::shared_ptr<const structured::CompiledGrammar> StructuredCompiler::compile(
   using Kind = StructuredOutput::Kind;
   switch (so.kind) {
     case Kind::kJson:
-      return cached(str_cat("json:", so.strict ? "1:" : "0:", so.schema_json), so.param, [&] {
-        return structured::parse_gbnf(
-            structured::json_schema_text_to_gbnf(so.schema_json, schema_options(so.strict)));
-      });
+      return cached(str_cat("json:", so.any_whitespace ? "w:" : "c:", so.schema_json), so.param,
+                    [&] {
+                      return structured::parse_gbnf(
+                          structured::json_schema_text_to_gbnf(so.schema_json, schema_options(so)));
+                    });
     case Kind::kJsonObject:
-      return cached("json_object", so.param,
-                    [] { return structured::parse_gbnf(structured::json_object_gbnf()); });
+      return cached(so.any_whitespace ? "json_object:w" : "json_object:c", so.param, [&] {
+        return structured::parse_gbnf(structured::json_object_gbnf(schema_options(so)));
+      });
     case Kind::kRegex:
       return cached("regex:" + so.regex, so.param,
                     [&] { return structured::regex_to_grammar(so.regex); });

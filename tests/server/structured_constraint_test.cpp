@@ -15,6 +15,7 @@
 
 #include "expect_api_error.h"
 #include "structured/json_schema_validate.h"
+#include "structured/matcher.h"
 #include "text/tokenizer.h"
 
 namespace vtllm::server {
@@ -82,7 +83,31 @@ TEST(StructuredConstraint, JsonSchemaOutputsValidate) {
     ASSERT_FALSE(v.is_discarded()) << text;
     const auto bad = structured::validate_json_schema(v, schema);
     EXPECT_FALSE(bad) << text << ": " << (bad ? bad->message : "");
+    for (auto it = v.begin(); it != v.end(); ++it)  // strict: declared keys only
+      EXPECT_TRUE(schema["properties"].contains(it.key())) << text;
   }
+  // vLLM's defaults (xgrammar strict_mode and any_whitespace): no undeclared key, any run
+  // of space, tab or newline between tokens (not \r), none around the value; the
+  // request's `strict` changes nothing. (`schema` is a sorted nlohmann::json: properties
+  // come as age, name, tags.)
+  const auto takes = [&](const std::string& text) {
+    structured::Matcher m(g);
+    return m.accept_bytes(text) && m.can_terminate();
+  };
+  EXPECT_TRUE(takes("{\n  \"age\" : 1,\t\"name\":\"x\" }"));
+  EXPECT_TRUE(takes(R"({"age":1,"name":"x","tags":[ "a" ,"b"]})"));
+  EXPECT_FALSE(takes(R"({"age":1,"name":"x","z":1})"));
+  EXPECT_FALSE(takes("{\r\n\"age\":1,\"name\":\"x\"}"));
+  EXPECT_FALSE(takes(" {\"age\":1,\"name\":\"x\"}"));
+  so.any_whitespace = false;  // structured_outputs.disable_any_whitespace
+  const auto compact = compiler().compile(so);
+  EXPECT_NE(compact, g);
+  structured::Matcher m(compact);
+  EXPECT_FALSE(m.accept_bytes("{\n\"age\":1"));
+  EXPECT_TRUE(m.accept_bytes(R"({"age": 1, "name":"x"})"));
+  so.any_whitespace = true;
+  so.strict = true;
+  EXPECT_EQ(compiler().compile(so), g);
 }
 
 TEST(StructuredConstraint, RegexChoiceAndJsonObject) {

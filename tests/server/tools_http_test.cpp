@@ -182,6 +182,17 @@ TEST(ToolsProtocol, StructuredOutputFields) {
                    "invalid_json");
   EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"structural_tag", "x"}}}})), 400,
                    "structured_outputs.structural_tag", "unsupported");
+  // JSON whitespace: any by default (vLLM's); compact on the request's word.
+  EXPECT_TRUE(parse(chat_body({{"guided_json", schema.dump()}})).gen.structured->any_whitespace);
+  EXPECT_FALSE(parse(chat_body({{"structured_outputs",
+                                 {{"json", schema}, {"disable_any_whitespace", true}}}}))
+                   .gen.structured->any_whitespace);
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs",
+                                     {{"json", schema}, {"disable_any_whitespace", "yes"}}}})),
+                   400, "structured_outputs.disable_any_whitespace", "invalid_type");
+  EXPECT_API_ERROR(
+      parse(chat_body({{"structured_outputs", {{"regex", "a"}, {"whitespace_pattern", " *"}}}})),
+      400, "structured_outputs.whitespace_pattern", "unsupported");
 }
 
 // A TestServer whose fake model writes `turn` after the prompt of `body`.
@@ -259,13 +270,13 @@ TEST(ToolsHttp, ConstrainedRepliesSatisfyTheirConstraint) {
     EXPECT_FALSE(r["choices"][0]["message"].contains("reasoning")) << r.dump();
     return r["choices"][0]["message"]["content"].get<std::string>();
   };
-  const json rf = {{"type", "json_schema"},
-                   {"json_schema", {{"name", "s"}, {"schema", json::parse(schema.dump())}}}};
-  for (const json& body :
-       {chat_body({{"response_format", rf}}),
-        chat_body({{"structured_outputs", {{"json", json::parse(schema.dump())}}}}),
-        chat_body({{"guided_json", schema.dump()}})}) {
-    const std::string out = text_of(body);
+  // Compact JSON (the request's disable_any_whitespace): the fake model's masked greedy
+  // choice would otherwise pick whitespace tokens forever, as vLLM's default grammar
+  // lets a model do.
+  {
+    const std::string out = text_of(
+        chat_body({{"structured_outputs",
+                    {{"json", json::parse(schema.dump())}, {"disable_any_whitespace", true}}}}));
     const nlohmann::json v = nlohmann::json::parse(out, nullptr, false);
     ASSERT_FALSE(v.is_discarded()) << out;
     EXPECT_FALSE(structured::validate_json_schema(v, schema)) << out;
@@ -322,6 +333,43 @@ TEST(ToolsHttp, ConstrainedRepliesSatisfyTheirConstraint) {
   EXPECT_EQ(np["error"]["param"], "tool_choice");
 }
 
+// vLLM's default JSON grammar (xgrammar's any_whitespace): a reply spaced over lines
+// passes the mask unchanged, through response_format and guided_json alike; the same
+// text with an undeclared key is cut where the key would start (strict mode).
+TEST(ToolsHttp, JsonConstraintsTakeAnyWhitespaceAndNoExtraKeys) {
+  const json schema = json::parse(R"({"type": "object",
+      "properties": {"n": {"type": "integer"}, "e": {"enum": ["x", "y"]}},
+      "required": ["n"]})");
+  const std::string pretty = "{\n  \"n\": 3,\n\t\"e\" : \"x\"\n}";
+  const json off = {{"enable_thinking", false}};
+  for (const json& body :
+       {chat_body({{"chat_template_kwargs", off},
+                   {"response_format",
+                    {{"type", "json_schema"},
+                     {"json_schema", {{"name", "s"}, {"schema", schema}, {"strict", false}}}}}}),
+        chat_body({{"chat_template_kwargs", off}, {"guided_json", schema.dump()}})}) {
+    Scripted sc(parsers(), body, pretty);
+    const json r = post(*sc.server, "/v1/chat/completions", body);
+    EXPECT_EQ(r["choices"][0]["message"]["content"], pretty) << r.dump();
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  }
+  // An undeclared key: after "n": 3 only "e" or the end may come.
+  const json body =
+      chat_body({{"chat_template_kwargs", off},
+                 {"structured_outputs", {{"json", schema}, {"disable_any_whitespace", true}}}});
+  Scripted sc(parsers(), body, R"({"n": 3, "z": 1})");
+  const json r = post(*sc.server, "/v1/chat/completions", body);
+  const std::string out = r["choices"][0]["message"]["content"];
+  EXPECT_TRUE(out.starts_with(R"({"n": 3)")) << out;
+  EXPECT_EQ(out.find("\"z\""), std::string::npos) << out;
+  const nlohmann::json v = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(v.is_discarded()) << out;
+  EXPECT_FALSE(structured::validate_json_schema(
+      v, nlohmann::json::parse(R"({"type": "object", "properties": {"n": {"type": "integer"},
+          "e": {"enum": ["x", "y"]}}, "required": ["n"], "additionalProperties": false})")))
+      << out;
+}
+
 // Thinking on: the reasoning is free and the constraint starts after </think> (vLLM's
 // order). The fake model writes the scripted reasoning and </think>, then only stop
 // tokens, which the mask turns into the constrained reply; whole and streamed, the
@@ -332,11 +380,11 @@ TEST(ToolsHttp, ConstraintsStartAfterTheReasoning) {
   const json schema = json::parse(R"({"type": "object",
       "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9},
                      "e": {"enum": ["x", "y"]}},
-      "required": ["n", "e"], "additionalProperties": false})");
+      "required": ["n", "e"]})");
   const std::string thought = "Think: no <tool_call> yet, {not json}.\n";
-  const json body = chat_body(
-      {{"response_format",
-        {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"schema", schema}}}}}});
+  // Compact JSON: the fake model's masked greedy choice would pick whitespace forever.
+  const json body =
+      chat_body({{"structured_outputs", {{"json", schema}, {"disable_any_whitespace", true}}}});
   Scripted sc(parsers(), body, thought + "</think>");
   const json r = post(*sc.server, "/v1/chat/completions", body);
   const json& m = r["choices"][0]["message"];
@@ -347,6 +395,7 @@ TEST(ToolsHttp, ConstraintsStartAfterTheReasoning) {
   ASSERT_FALSE(v.is_discarded()) << content;
   EXPECT_FALSE(structured::validate_json_schema(v, nlohmann::json::parse(schema.dump())))
       << content;
+  EXPECT_EQ(v.size(), 2u) << content;  // strict, as vLLM: no undeclared key
 
   json sbody = body;
   sbody["stream"] = true;
