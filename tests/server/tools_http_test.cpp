@@ -193,6 +193,13 @@ TEST(ToolsProtocol, StructuredOutputFields) {
   EXPECT_API_ERROR(
       parse(chat_body({{"structured_outputs", {{"regex", "a"}, {"whitespace_pattern", " *"}}}})),
       400, "structured_outputs.whitespace_pattern", "unsupported");
+  // Options only, with response_format giving the constraint (vLLM merges the two).
+  r = parse(chat_body({{"structured_outputs", {{"disable_any_whitespace", true}}},
+                       {"response_format", {{"type", "json_object"}}}}));
+  EXPECT_EQ(r.gen.structured->kind, StructuredOutput::Kind::kJsonObject);
+  EXPECT_FALSE(r.gen.structured->any_whitespace);
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"disable_any_whitespace", true}}}})),
+                   400, "structured_outputs", "invalid_value");
 }
 
 // A TestServer whose fake model writes `turn` after the prompt of `body`.

@@ -117,7 +117,10 @@ async function main() {
 
   // Constrained: the random-weight model's output must satisfy the constraint. With
   // thinking off the prompt ends the reasoning, so the grammar holds from the first token.
+  // Compact JSON (structured_outputs.disable_any_whitespace, merged with response_format
+  // as vLLM does): vLLM's default lets a random model spend its tokens on whitespace.
   const off_thinking = {chat_template_kwargs: {enable_thinking: false}};
+  const compact = {structured_outputs: {disable_any_whitespace: true}};
   const schema = {
     type: 'object',
     properties: {n: {type: 'integer', minimum: 0, maximum: 9}, e: {enum: ['x', 'y']}},
@@ -131,7 +134,7 @@ async function main() {
         ['x', 'y'].includes(obj.e) && Object.keys(obj).length === 2;
   };
   const js = await client.chat.completions.create({
-    model: 'tiny', messages, max_tokens: 40, temperature: 0, ...off_thinking,
+    model: 'tiny', messages, max_tokens: 40, temperature: 0, ...off_thinking, ...compact,
     response_format: {type: 'json_schema', json_schema: {name: 'w', schema, strict: true}}
   });
   check(validates(js.choices[0].message.content),
@@ -146,7 +149,7 @@ async function main() {
   check(think_end.length === 1, '</think> is one token');
   const thinking = await client.chat.completions.create({
     model: 'tiny', messages, max_tokens: 40, temperature: 0, logit_bias: {[think_end[0]]: 100},
-    response_format: {type: 'json_schema', json_schema: {name: 'w', schema}}
+    ...compact, response_format: {type: 'json_schema', json_schema: {name: 'w', schema}}
   });
   check(!thinking.choices[0].message.reasoning && validates(thinking.choices[0].message.content),
       `json_schema after </think> validates (${JSON.stringify(thinking.choices[0].message)})`);
