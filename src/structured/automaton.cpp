@@ -242,6 +242,19 @@ int32_t Automaton::truncate(int32_t state) {
   return intern(stacks, false, false);
 }
 
+bool Automaton::loops_on_plain_bytes(int32_t state) {
+  if (states_[static_cast<size_t>(state)].plain_loop < 0) {
+    int8_t loops = 1;
+    for (int b = 0x20; b < 0x7F && loops; ++b)
+      if (TokenVocab::is_plain_byte(static_cast<uint8_t>(b)) &&
+          step_locked(state, static_cast<uint8_t>(b)) != state)
+        loops = 0;
+    // Indexed anew: the steps may have grown states_.
+    states_[static_cast<size_t>(state)].plain_loop = loops;
+  }
+  return states_[static_cast<size_t>(state)].plain_loop != 0;
+}
+
 const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
   auto it = local_masks_.find(truncated);
   if (it != local_masks_.end()) return it->second;
@@ -268,10 +281,21 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
       i = end;
       continue;
     }
+    const bool ok = live(s);
+    if (t.plain_below && ok && states_[static_cast<size_t>(s)].plain_loop != 0 &&
+        static_cast<size_t>(t.subtree_end) > i + 1 && loops_on_plain_bytes(s)) {
+      // Every token of the subtree ends in s: all allowed.
+      const size_t end = static_cast<size_t>(t.subtree_end);
+      for (size_t k = static_cast<size_t>(t.token_begin); k < subtree_tokens_end(end); ++k) {
+        const auto id = static_cast<uint32_t>(tokens[k]);
+        lm.allowed[id >> 5] |= uint32_t{1} << (id & 31);
+      }
+      i = end;
+      continue;
+    }
     walk_states_[t.depth] = s;
     const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;
     walk_context_[t.depth] = ctx;
-    const bool ok = live(s);
     for (int32_t k = t.token_begin; k < t.token_end; ++k) {
       const TokenId id = tokens[static_cast<size_t>(k)];
       if (ok) {

@@ -65,7 +65,8 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
     for (size_t d = lcp; d < s.size(); ++d) {
       path.push_back(static_cast<int32_t>(trie_.size()));
       const auto t = static_cast<int32_t>(trie_tokens_.size());
-      trie_.push_back(TrieNode{static_cast<uint8_t>(s[d]), static_cast<uint16_t>(d + 1), -1, t, t});
+      trie_.push_back(
+          TrieNode{static_cast<uint8_t>(s[d]), 0, static_cast<uint16_t>(d + 1), -1, t, t});
     }
     max_token_bytes_ = std::max(max_token_bytes_, s.size());
     TrieNode& last = trie_[static_cast<size_t>(path.back())];
@@ -77,6 +78,15 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   }
   for (int32_t n : path)
     trie_[static_cast<size_t>(n)].subtree_end = static_cast<int32_t>(trie_.size());
+  // Node i's descendants are trie_[i + 1, subtree_end): plain below when none of them has
+  // a non-plain byte (a prefix count of those).
+  std::vector<int32_t> not_plain(trie_.size() + 1, 0);
+  for (size_t i = 0; i < trie_.size(); ++i)
+    not_plain[i + 1] = not_plain[i] + (is_plain_byte(trie_[i].byte) ? 0 : 1);
+  for (size_t i = 0; i < trie_.size(); ++i) {
+    const auto end = static_cast<size_t>(trie_[i].subtree_end);
+    trie_[i].plain_below = not_plain[end] == not_plain[i + 1];
+  }
 }
 
 bool TokenVocab::is_stop(TokenId id) const {

@@ -24,11 +24,14 @@ using TokenId = int32_t;
 // a mask walks each shared prefix once.
 class TokenVocab {
  public:
-  // One trie node: the byte on the edge into it, its depth (1 = first byte),
-  // the end of its subtree (index one past its last descendant), and the
-  // tokens whose bytes end here: trie_tokens()[token_begin, token_end).
+  // One trie node: the byte on the edge into it, whether every byte below it (its
+  // descendants' edges) is_plain_byte, its depth (1 = first byte), the end of its
+  // subtree (index one past its last descendant), and the tokens whose bytes end here:
+  // trie_tokens()[token_begin, token_end).
   struct TrieNode {
     uint8_t byte;
+    uint8_t plain_below;  // a mask walk in a state that loops on every plain byte takes the
+                          // whole subtree
     uint16_t depth;
     int32_t subtree_end;
     int32_t token_begin, token_end;
@@ -59,6 +62,8 @@ class TokenVocab {
   std::span<const TokenId> stop_ids() const { return stop_ids_; }
   std::span<const TrieNode> trie() const { return trie_; }
   std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
+  // Plain text bytes: printable ASCII except '"' and '\\' (what a JSON string holds raw).
+  static bool is_plain_byte(uint8_t b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
 
  private:
   std::vector<std::string> bytes_;

@@ -125,8 +125,11 @@ void check_masks_on_walks(const std::shared_ptr<const CompiledGrammar>& g, int w
 TEST(Matcher, MaskEqualsNaiveCheckOnSmallVocab) {
   std::vector<std::string> bytes;
   for (const std::string& s : all_strings("{}[]\":, a1\\e-", 2)) bytes.push_back(s);
-  for (const char* s : {"\"a\"", "true", "tr", "ue", "null", "\xC3\xA9", "\xC3", "\xA9",
-                        "\": ", "{\"", "\"}", "12", "0.5e-3", "\\u00", "\\n", "  \n"}) {
+  for (const char* s :
+       {"\"a\"", "true", "tr", "ue", "null", "\xC3\xA9", "\xC3", "\xA9", "\": ", "{\"", "\"}", "12",
+        "0.5e-3", "\\u00", "\\n", "  \n",
+        // plain-text subtrees (taken whole inside a string) and near misses
+        "hello world", "hello", "hell\"", "hello\\", "a b c", "a b\xc3\xa9", "~~~", "~~\x7f"}) {
     bytes.push_back(s);
   }
   bytes.push_back("");  // an id that is never allowed
@@ -276,6 +279,16 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
   for (size_t id = 0; id < bytes.size(); ++id) {
     EXPECT_EQ(seen[id], bytes[id].empty() || id == 7 ? 0 : 1) << id;
   }
+  // plain_below: no descendant edge carries a byte outside is_plain_byte (brute force).
+  for (size_t i = 0; i < vocab.trie().size(); ++i) {
+    bool plain = true;
+    for (size_t j = i + 1; j < static_cast<size_t>(vocab.trie()[i].subtree_end); ++j)
+      plain = plain && TokenVocab::is_plain_byte(vocab.trie()[j].byte);
+    EXPECT_EQ(vocab.trie()[i].plain_below != 0, plain) << i;
+  }
+  EXPECT_TRUE(TokenVocab::is_plain_byte(' ') && TokenVocab::is_plain_byte('~'));
+  for (int b : {0x22, 0x5c, 0x1f, 0x7f, 0x80, 0xff})  // '"', '\\', controls, bytes past ASCII
+    EXPECT_FALSE(TokenVocab::is_plain_byte(static_cast<uint8_t>(b)));
   size_t longest = 0;
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (id != 7) longest = std::max(longest, bytes[id].size());
