@@ -2,7 +2,7 @@
 #include "structured/token_vocab.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "base/error.h"
 #include "text/byte_level.h"
@@ -99,13 +99,18 @@ TokenVocab TokenVocab::from_tokenizer(const text::Tokenizer& tokenizer, size_t v
   if (stop_ids.empty()) {
     if (auto eos = tokenizer.eos_id()) stop_ids.push_back(*eos);
   }
-  std::unordered_set<TokenId> added;
-  for (const text::AddedToken& t : tokenizer.added_tokens()) added.insert(t.id);
+  std::unordered_map<TokenId, const text::AddedToken*> added;
+  for (const text::AddedToken& t : tokenizer.added_tokens()) added.emplace(t.id, &t);
   std::vector<std::string> bytes(vocab_size);
   const size_t n = std::min(vocab_size, tokenizer.id_end());
   for (size_t i = 0; i < n; ++i) {
     const auto id = static_cast<TokenId>(i);
-    if (added.count(id)) continue;
+    if (const auto it = added.find(id); it != added.end()) {
+      // Special tokens (control, media pads) never match text; the others (Qwen's
+      // <tool_call>, <think>) are their content, as decode writes it.
+      if (!it->second->special) bytes[i] = it->second->content;
+      continue;
+    }
     const std::optional<std::string> piece = tokenizer.id_to_token(id);
     if (!piece) continue;
     std::optional<std::string> b = text::byte_level_decode_token(*piece);

@@ -18,7 +18,7 @@ using TokenId = int32_t;
 // Immutable after construction; thread-safe to share.
 //
 // Each id in [0, size()) has a byte string (empty when the id may never be
-// produced under a grammar: unused ids, added/special tokens, empty tokens)
+// produced under a grammar: unused ids, special tokens, empty tokens)
 // or is a stop token (EOS: allowed exactly when the grammar can end). The
 // matchable tokens are also laid out as a byte trie in depth-first order so
 // a mask walks each shared prefix once.
@@ -44,8 +44,10 @@ class TokenVocab {
 
   // From a tokenizer: each model token decoded from its byte-level spelling
   // (a piece outside that alphabet is read SentencePiece-style: "<0xAB>" is
-  // the byte, U+2581 a space, the rest as is); every
-  // added token excluded except `stop_ids`. `vocab_size` (0: tokenizer.id_end())
+  // the byte, U+2581 a space, the rest as is); an added token that is not
+  // special (Qwen's <tool_call>, </think>) is its content, so a grammar's
+  // "<tool_call>" can be that one token; special ones are excluded but
+  // `stop_ids`. `vocab_size` (0: tokenizer.id_end())
   // is the mask width, usually the model's lm_head rows (ids past the
   // tokenizer's are never allowed). Empty `stop_ids`: the tokenizer's eos_id().
   static TokenVocab from_tokenizer(const text::Tokenizer& tokenizer, size_t vocab_size = 0,

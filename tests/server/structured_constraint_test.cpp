@@ -131,6 +131,25 @@ TEST(StructuredConstraint, RegexChoiceAndJsonObject) {
   }
 }
 
+// Non-special added tokens are their text (Qwen's <tool_call>, </think>), so a forced
+// call can open with the <tool_call> token the model was trained to write; special ones
+// (<|im_start|>) never match text.
+TEST(StructuredConstraint, NonSpecialAddedTokensMatchTheirText) {
+  const structured::TokenVocab& v = compiler().vocab();
+  const int32_t call = *tokenizer().token_to_id("<tool_call>");
+  EXPECT_EQ(v.bytes(call), "<tool_call>");
+  EXPECT_EQ(v.bytes(*tokenizer().token_to_id("</think>")), "</think>");
+  EXPECT_EQ(v.bytes(*tokenizer().token_to_id("<|im_start|>")), "");
+  const std::vector<ToolFunction> tools = {{"f", R"({"type": "object"})"}};
+  for (ToolCallFormat f : {ToolCallFormat::kQwen3Coder, ToolCallFormat::kHermes}) {
+    GrammarConstraint c(compiler().compile_tool_call(tools, "", false, f));
+    std::vector<uint32_t> words(v.mask_words());
+    c.fill_bitmask(words);
+    EXPECT_TRUE(words[size_t(call) / 32] >> (call % 32) & 1u);
+    EXPECT_TRUE(c.accept(call));
+  }
+}
+
 TEST(StructuredConstraint, ForcedToolCallsParseWithValidArguments) {
   const std::vector<ToolFunction> tools = {
       {"get_weather", R"({"type": "object", "properties": {"city": {"type": "string",

@@ -313,7 +313,10 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabAlongRealJson) {
   const TokenId eot = *tok.token_to_id("<|endoftext|>");
   const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end, eot});
   ASSERT_EQ(vocab.size(), 151936u);
-  EXPECT_TRUE(vocab.bytes(*tok.token_to_id("<think>")).empty());  // added: never by bytes
+  // Added tokens: a non-special one is its text, a special one never matches text.
+  EXPECT_EQ(vocab.bytes(*tok.token_to_id("<think>")), "<think>");
+  EXPECT_EQ(vocab.bytes(*tok.token_to_id("<tool_call>")), "<tool_call>");
+  EXPECT_TRUE(vocab.bytes(*tok.token_to_id("<|im_start|>")).empty());
   EXPECT_EQ(vocab.bytes(*tok.token_to_id("\xC4\xA0world")), " world");
   auto g = CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab);
   const std::string doc =
