@@ -242,17 +242,21 @@ int32_t Automaton::truncate(int32_t state) {
   return intern(stacks, false, false);
 }
 
-bool Automaton::loops_on_plain_bytes(int32_t state) {
-  if (states_[static_cast<size_t>(state)].plain_loop < 0) {
-    int8_t loops = 1;
-    for (int b = 0x20; b < 0x7F && loops; ++b)
-      if (TokenVocab::is_plain_byte(static_cast<uint8_t>(b)) &&
-          step_locked(state, static_cast<uint8_t>(b)) != state)
-        loops = 0;
+uint8_t Automaton::text_loops(int32_t state) {
+  if (states_[static_cast<size_t>(state)].text_loops < 0) {
+    uint8_t loops = 0;
+    for (uint8_t k = 1; k <= TokenVocab::kTextClasses; k <<= 1) {
+      bool all = true;
+      for (int b = 0; b < 256 && all; ++b)
+        if ((TokenVocab::text_classes(static_cast<uint8_t>(b)) & k) &&
+            step_locked(state, static_cast<uint8_t>(b)) != state)
+          all = false;
+      if (all) loops |= k;
+    }
     // Indexed anew: the steps may have grown states_.
-    states_[static_cast<size_t>(state)].plain_loop = loops;
+    states_[static_cast<size_t>(state)].text_loops = static_cast<int8_t>(loops);
   }
-  return states_[static_cast<size_t>(state)].plain_loop != 0;
+  return static_cast<uint8_t>(states_[static_cast<size_t>(state)].text_loops);
 }
 
 const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
@@ -282,8 +286,8 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
       continue;
     }
     const bool ok = live(s);
-    if (t.plain_below && ok && states_[static_cast<size_t>(s)].plain_loop != 0 &&
-        static_cast<size_t>(t.subtree_end) > i + 1 && loops_on_plain_bytes(s)) {
+    if (t.classes_below && ok && states_[static_cast<size_t>(s)].text_loops != 0 &&
+        static_cast<size_t>(t.subtree_end) > i + 1 && (t.classes_below & text_loops(s))) {
       // Every token of the subtree ends in s: all allowed.
       const size_t end = static_cast<size_t>(t.subtree_end);
       for (size_t k = static_cast<size_t>(t.token_begin); k < subtree_tokens_end(end); ++k) {

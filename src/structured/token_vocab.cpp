@@ -78,14 +78,16 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   }
   for (int32_t n : path)
     trie_[static_cast<size_t>(n)].subtree_end = static_cast<int32_t>(trie_.size());
-  // Node i's descendants are trie_[i + 1, subtree_end): plain below when none of them has
-  // a non-plain byte (a prefix count of those).
-  std::vector<int32_t> not_plain(trie_.size() + 1, 0);
-  for (size_t i = 0; i < trie_.size(); ++i)
-    not_plain[i + 1] = not_plain[i] + (is_plain_byte(trie_[i].byte) ? 0 : 1);
-  for (size_t i = 0; i < trie_.size(); ++i) {
-    const auto end = static_cast<size_t>(trie_[i].subtree_end);
-    trie_[i].plain_below = not_plain[end] == not_plain[i + 1];
+  // Node i's descendants are trie_[i + 1, subtree_end): a class holds them all when none
+  // of them has a byte outside it (a prefix count per class).
+  for (uint8_t k = 1; k <= kTextClasses; k <<= 1) {
+    std::vector<int32_t> outside(trie_.size() + 1, 0);
+    for (size_t i = 0; i < trie_.size(); ++i)
+      outside[i + 1] = outside[i] + ((text_classes(trie_[i].byte) & k) ? 0 : 1);
+    for (size_t i = 0; i < trie_.size(); ++i) {
+      const auto end = static_cast<size_t>(trie_[i].subtree_end);
+      if (outside[end] == outside[i + 1]) trie_[i].classes_below |= k;
+    }
   }
 }
 

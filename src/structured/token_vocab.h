@@ -24,14 +24,14 @@ using TokenId = int32_t;
 // a mask walks each shared prefix once.
 class TokenVocab {
  public:
-  // One trie node: the byte on the edge into it, whether every byte below it (its
-  // descendants' edges) is_plain_byte, its depth (1 = first byte), the end of its
-  // subtree (index one past its last descendant), and the tokens whose bytes end here:
-  // trie_tokens()[token_begin, token_end).
+  // One trie node: the byte on the edge into it, the text classes (text_classes) that
+  // hold every byte below it (its descendants' edges), its depth (1 = first byte), the end
+  // of its subtree (index one past its last descendant), and the tokens whose bytes end
+  // here: trie_tokens()[token_begin, token_end).
   struct TrieNode {
     uint8_t byte;
-    uint8_t plain_below;  // a mask walk in a state that loops on every plain byte takes the
-                          // whole subtree
+    uint8_t classes_below;  // a mask walk in a state that loops on every byte of one of
+                            // these classes takes the whole subtree
     uint16_t depth;
     int32_t subtree_end;
     int32_t token_begin, token_end;
@@ -64,8 +64,15 @@ class TokenVocab {
   std::span<const TokenId> stop_ids() const { return stop_ids_; }
   std::span<const TrieNode> trie() const { return trie_; }
   std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
-  // Plain text bytes: printable ASCII except '"' and '\\' (what a JSON string holds raw).
-  static bool is_plain_byte(uint8_t b) { return b >= 0x20 && b < 0x7F && b != '"' && b != '\\'; }
+  // Byte classes of running text, each a bit: kJsonText, printable ASCII but '"' and
+  // '\\' (what a JSON string holds raw); kMarkupText, printable ASCII but '<', plus tab
+  // (an XML tool call's raw value, whose closing tag starts with a newline).
+  static constexpr uint8_t kJsonText = 1, kMarkupText = 2, kTextClasses = 3;
+  static uint8_t text_classes(uint8_t b) {
+    const bool printable = b >= 0x20 && b < 0x7F;
+    return uint8_t((printable && b != '"' && b != '\\' ? kJsonText : 0) |
+                   ((printable && b != '<') || b == '\t' ? kMarkupText : 0));
+  }
 
  private:
   std::vector<std::string> bytes_;

@@ -16,6 +16,7 @@
 #include "structured/automaton.h"
 #include "structured/json_gbnf.h"
 #include "structured/regex_grammar.h"
+#include "structured/tool_grammar.h"
 #include "text/tokenizer.h"
 
 namespace vtllm::structured {
@@ -139,6 +140,45 @@ TEST(Matcher, MaskEqualsNaiveCheckOnSmallVocab) {
   check_masks_on_walks(CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab), 30, 40, 1, 1);
   check_masks_on_walks(CompiledGrammar::compile(regex_to_grammar("(a|1){2,4}-?[\\[\\]]*"), vocab),
                        20, 10, 1, 2);
+}
+
+// The XML tool-call grammar (raw text values, whose states loop on markup text) over a
+// vocabulary of every single byte plus text runs that a walk may take whole and near
+// misses ('<' inside, UTF-8, controls): masks equal the naive check.
+TEST(Matcher, MaskEqualsNaiveCheckOnXmlToolCalls) {
+  std::vector<std::string> bytes;
+  for (int b = 1; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
+  for (const char* s : {"hello world",
+                        "hello\nworld",
+                        "x = \"a\\\\b\"",
+                        "a<b",
+                        "a <",
+                        "\t\tx",
+                        "</parameter>",
+                        "\n</parameter>\n",
+                        "<parameter=",
+                        "</function>",
+                        "<tool_call>",
+                        "</tool_call>",
+                        "caf\xc3\xa9",
+                        "ab\x01",
+                        "path",
+                        "src/",
+                        ".py",
+                        "\n\n",
+                        "  ",
+                        "</",
+                        "</p"}) {
+    bytes.push_back(s);
+  }
+  bytes.push_back("<|stop|>");
+  const TokenId stop = static_cast<TokenId>(bytes.size() - 1);
+  const TokenVocab vocab(bytes, {stop});
+  const ToolSpec spec{"write", nlohmann::ordered_json::parse(
+                                   R"({"type": "object", "properties": {"path": {"type": "string"},
+                                   "n": {"type": "integer"}}, "required": ["path"]})")};
+  const std::string gbnf = tool_call_gbnf(std::span(&spec, 1), ToolGrammarOptions{});
+  check_masks_on_walks(CompiledGrammar::compile(parse_gbnf(gbnf), vocab), 20, 60, 1, 5);
 }
 
 // Context-independent masks are keyed by the top of the stack, so nesting
@@ -279,16 +319,20 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
   for (size_t id = 0; id < bytes.size(); ++id) {
     EXPECT_EQ(seen[id], bytes[id].empty() || id == 7 ? 0 : 1) << id;
   }
-  // plain_below: no descendant edge carries a byte outside is_plain_byte (brute force).
+  // classes_below: the text classes holding every descendant edge's byte (brute force).
   for (size_t i = 0; i < vocab.trie().size(); ++i) {
-    bool plain = true;
+    uint8_t classes = TokenVocab::kTextClasses;
     for (size_t j = i + 1; j < static_cast<size_t>(vocab.trie()[i].subtree_end); ++j)
-      plain = plain && TokenVocab::is_plain_byte(vocab.trie()[j].byte);
-    EXPECT_EQ(vocab.trie()[i].plain_below != 0, plain) << i;
+      classes &= TokenVocab::text_classes(vocab.trie()[j].byte);
+    EXPECT_EQ(vocab.trie()[i].classes_below, classes) << i;
   }
-  EXPECT_TRUE(TokenVocab::is_plain_byte(' ') && TokenVocab::is_plain_byte('~'));
-  for (int b : {0x22, 0x5c, 0x1f, 0x7f, 0x80, 0xff})  // '"', '\\', controls, bytes past ASCII
-    EXPECT_FALSE(TokenVocab::is_plain_byte(static_cast<uint8_t>(b)));
+  EXPECT_EQ(TokenVocab::text_classes('a'), TokenVocab::kJsonText | TokenVocab::kMarkupText);
+  EXPECT_EQ(TokenVocab::text_classes('"'), TokenVocab::kMarkupText);
+  EXPECT_EQ(TokenVocab::text_classes('\\'), TokenVocab::kMarkupText);
+  EXPECT_EQ(TokenVocab::text_classes('<'), TokenVocab::kJsonText);
+  EXPECT_EQ(TokenVocab::text_classes('\t'), TokenVocab::kMarkupText);
+  for (int b : {0x00, 0x0a, 0x1f, 0x7f, 0x80, 0xff})
+    EXPECT_EQ(TokenVocab::text_classes(uint8_t(b)), 0);
   size_t longest = 0;
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (id != 7) longest = std::max(longest, bytes[id].size());
