@@ -24,6 +24,7 @@
 #include "structured/json_gbnf.h"
 #include "structured/matcher.h"
 #include "structured/regex_grammar.h"
+#include "structured/tool_grammar.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -174,6 +175,31 @@ int main(int argc, char** argv) {
       re.docs.push_back(i % 2 ? std::string(buf, 10) : std::string(buf));
     }
     loads.push_back(std::move(re));
+    // Qwen3.5's XML tool call (tool_grammar.h), raw-text values over several lines.
+    const nlohmann::ordered_json params = nlohmann::ordered_json::parse(R"({"type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"},
+                       "mode": {"enum": ["w", "a"]}}, "required": ["path", "content"]})");
+    const ToolSpec spec{"write_file", params};
+    static const std::string xml_gbnf = tool_call_gbnf(std::span(&spec, 1), ToolGrammarOptions{});
+    Workload xml{"tool xml", xml_gbnf, false, parse_gbnf(xml_gbnf), {}};
+    static const char* kLines[] = {"def area(r):",
+                                   "    return 3.14159 * r * r  # \"pi\"",
+                                   "Ein Satz mit Umlauten: grün, Größe.",
+                                   "x = {'a': [1, 2]}",
+                                   "print(f\"{x} <= 3\")",
+                                   ""};
+    for (int i = 0; i < 60; ++i) {
+      std::string content;
+      for (int n = 1 + int(rng() % 6); n > 0; --n)
+        content += std::string(kLines[rng() % std::size(kLines)]) + (n > 1 ? "\n" : "");
+      std::string doc = "<tool_call>\n<function=write_file>\n<parameter=path>\nsrc/m" +
+                        std::to_string(i) + ".py\n</parameter>\n<parameter=content>\n" + content +
+                        "\n</parameter>\n";
+      if (i % 2)
+        doc += std::string("<parameter=mode>\n") + (i % 4 == 1 ? "w" : "a") + "\n</parameter>\n";
+      xml.docs.push_back(doc + "</function>\n</tool_call>");
+    }
+    loads.push_back(std::move(xml));
     for (const Workload& w : loads) run(w, tok, vocab, stop);
   } catch (const vtllm::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -37,4 +37,12 @@ class TokenConstraint {
 // thread that adds the request; may throw (the request is refused).
 using ConstraintFactory = std::function<std::shared_ptr<TokenConstraint>()>;
 
+// `inner`'s constraints, each starting after the first sampled `start_token` (vLLM's
+// structured-output gate at the end of the reasoning: StructuredOutputManager's
+// should_fill_bitmask / should_advance with the reasoning parser's end token). Until that
+// token every token is allowed and nothing terminates; the start token itself is free and
+// not fed to the inner constraint, which sees only the tokens after it. Each inner
+// constraint is made when its gated one is (the factory's errors surface there).
+ConstraintFactory start_after_token(ConstraintFactory inner, int32_t start_token);
+
 }  // namespace vtllm::engine

@@ -314,10 +314,11 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
       spec.prompts.push_back(std::move(mp.ids));
       if (mp.mm) spec.mm.push_back(std::move(mp.mm));
       // The reasoning split runs unless the prompt already closed the reasoning
-      // (enable_thinking false) or a structured output constrains the text from its
-      // first token (it is all content; vLLM instead starts the grammar after the
-      // reasoning). Tool calls are parsed unless tool_choice is "none".
-      if (config_.reasoning_parser && !prompt_ends_reasoning(prompt_text) && !gen.structured)
+      // (enable_thinking false). A constraint then starts after the reasoning (below);
+      // without a </think> token nothing can gate it, and a constrained reply is all
+      // content. Tool calls are parsed unless tool_choice is "none".
+      if (config_.reasoning_parser && !prompt_ends_reasoning(prompt_text) &&
+          (!constraint || reasoning_token_ids(tokenizer_)))
         spec.output.reasoning = config_.reasoning_parser;
       if (chat_req->tool_choice != ToolChoice::kNone) {
         spec.output.tool_calls = config_.tool_call_parser;
@@ -342,6 +343,11 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
       const size_t k = size_t(*keep == -1 ? config_.max_model_len : *keep);
       for (auto& p : spec.prompts)
         if (p.size() > k) p.erase(p.begin(), p.end() - ptrdiff_t(k));
+    }
+    // vLLM's order: with a reasoning parser, the grammar applies after the reasoning.
+    if (constraint && config_.reasoning_parser) {
+      if (const std::optional<ReasoningTokenIds> tags = reasoning_token_ids(tokenizer_))
+        constraint = after_reasoning(std::move(constraint), *tags, spec.prompts, prompt_param);
     }
     int64_t longest = 0;
     for (const auto& p : spec.prompts) {

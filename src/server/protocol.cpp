@@ -212,9 +212,13 @@ std::optional<StructuredOutput> parse_response_format(const json& rf) {
 }
 
 // structured_outputs, the guided_* names and response_format: at most one constraint.
+// structured_outputs may hold only options when another field gives the constraint
+// (vLLM fills response_format into it).
 std::optional<StructuredOutput> parse_structured(const JsonFields& f) {
   using Kind = StructuredOutput::Kind;
   std::vector<StructuredOutput> found;
+  std::optional<bool> any_whitespace;
+  bool options_only = false;
   if (const json* so = f.find("structured_outputs")) {
     if (!so->is_object()) bad_field("structured_outputs", "must be an object", "invalid_type");
     static const std::pair<const char*, Kind> kKeys[] = {{"json", Kind::kJson},
@@ -234,9 +238,16 @@ std::optional<StructuredOutput> parse_structured(const JsonFields& f) {
     }
     if (const auto st = so->find("structural_tag"); st != so->end() && !st->is_null())
       bad_field("structured_outputs.structural_tag", "is not supported", "unsupported");
-    if (found.empty())
-      bad_field("structured_outputs",
-                "names no constraint (one of json, regex, choice, grammar, json_object)");
+    if (const auto wp = so->find("whitespace_pattern"); wp != so->end() && !wp->is_null())
+      bad_field("structured_outputs.whitespace_pattern", "is not supported", "unsupported");
+    options_only = found.empty();
+    // vLLM's guidance backend reads it from the request (its xgrammar one only from the
+    // server's --structured-outputs-config); here the request's is honored.
+    if (const auto dw = so->find("disable_any_whitespace"); dw != so->end() && !dw->is_null()) {
+      if (!dw->is_boolean())
+        bad_field("structured_outputs.disable_any_whitespace", "must be a boolean", "invalid_type");
+      any_whitespace = !dw->get<bool>();
+    }
   }
   static const std::pair<const char*, Kind> kGuided[] = {{"guided_json", Kind::kJson},
                                                          {"guided_regex", Kind::kRegex},
@@ -252,7 +263,11 @@ std::optional<StructuredOutput> parse_structured(const JsonFields& f) {
         str_cat("only one kind of structured outputs constraint may be given, but '",
                 found[0].param, "' and '", found[1].param, "' are"));
   }
+  if (options_only && found.empty())
+    bad_field("structured_outputs",
+              "names no constraint (one of json, regex, choice, grammar, json_object)");
   if (found.empty()) return std::nullopt;
+  if (any_whitespace) found[0].any_whitespace = *any_whitespace;
   return found[0];
 }
 

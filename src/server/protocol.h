@@ -62,7 +62,10 @@ struct StructuredOutput {
   std::string regex;                 // kRegex
   std::vector<std::string> choices;  // kChoice: non-empty
   std::string grammar;               // kGrammar: GBNF / EBNF text
-  bool strict = false;               // response_format.json_schema.strict
+  // response_format.json_schema.strict: accepted; the grammar is strict either way (vLLM).
+  bool strict = false;
+  // JSON whitespace between tokens (false: structured_outputs.disable_any_whitespace).
+  bool any_whitespace = true;
   std::string param;                 // the field it came from ("structured_outputs.json")
 };
 

@@ -91,6 +91,20 @@ bool prompt_ends_reasoning(std::string_view prompt) {
   return start == std::string_view::npos || end > start;
 }
 
+std::optional<ReasoningTokenIds> reasoning_token_ids(const text::Tokenizer& tokenizer) {
+  const std::optional<int32_t> end = tokenizer.token_to_id(kThinkEnd);
+  if (!end) return std::nullopt;
+  return ReasoningTokenIds{tokenizer.token_to_id(kThink), *end};
+}
+
+bool prompt_ids_end_reasoning(std::span<const int32_t> ids, const ReasoningTokenIds& tags) {
+  for (size_t i = ids.size(); i-- > 0;) {
+    if (ids[i] == tags.end) return true;
+    if (tags.start && ids[i] == *tags.start) return false;
+  }
+  return false;
+}
+
 ReasoningSplit extract_reasoning(ReasoningFormat format, std::string_view text) {
   const Split sp = split(format, text, true, 0);
   ReasoningSplit out;

@@ -16,11 +16,19 @@
 // When the prompt itself already ended the reasoning (prompt_ends_reasoning: the
 // template's enable_thinking=false writes "<think>\n\n</think>\n\n"), the output is
 // all content and no parser runs, as vLLM's prompt_is_reasoning_end.
+//
+// The same rule on token ids (prompt_ids_end_reasoning, vLLM's is_reasoning_end) decides
+// where a structured-output constraint starts: see after_reasoning in
+// structured_constraint.h.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "text/tokenizer.h"
 
 namespace vtllm::server {
 
@@ -31,6 +39,20 @@ std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name)
 
 // Whether the rendered prompt's last </think> comes after its last <think>.
 bool prompt_ends_reasoning(std::string_view prompt);
+
+// The ids of the reasoning tags in a vocabulary (both formats use <think> and </think>).
+struct ReasoningTokenIds {
+  std::optional<int32_t> start;  // <think>; nullopt when the vocabulary lacks it
+  int32_t end = -1;              // </think>
+};
+
+// The tags' ids in `tokenizer`; nullopt when it has no </think> token (nothing can then
+// end the reasoning token by token).
+std::optional<ReasoningTokenIds> reasoning_token_ids(const text::Tokenizer& tokenizer);
+
+// prompt_ends_reasoning on ids: scanning back from the end, an `end` id comes before any
+// `start` id.
+bool prompt_ids_end_reasoning(std::span<const int32_t> ids, const ReasoningTokenIds& tags);
 
 struct ReasoningSplit {
   std::optional<std::string> reasoning;  // nullopt when empty

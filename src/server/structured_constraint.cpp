@@ -15,11 +15,14 @@ namespace vtllm::server {
 
 namespace {
 
-// JSON Schema options for a request: OpenAI strict mode reads an absent
-// additionalProperties as false; otherwise (vLLM's xgrammar default) as true.
-structured::JsonSchemaOptions schema_options(bool strict) {
+// JSON Schema options as vLLM's default backend compiles a schema (xgrammar's
+// compile_json_schema with strict_mode on and, disable_any_whitespace being off,
+// any_whitespace on): closed objects and arrays, any [ \t\n] run between tokens. The
+// request's `strict` flag changes nothing, as in vLLM.
+structured::JsonSchemaOptions schema_options(const StructuredOutput& so) {
   structured::JsonSchemaOptions o;
-  o.strict = strict;
+  o.strict = true;
+  o.any_whitespace = so.any_whitespace;
   return o;
 }
 
@@ -51,13 +54,15 @@ std::shared_ptr<const structured::CompiledGrammar> StructuredCompiler::compile(
   using Kind = StructuredOutput::Kind;
   switch (so.kind) {
     case Kind::kJson:
-      return cached(str_cat("json:", so.strict ? "1:" : "0:", so.schema_json), so.param, [&] {
-        return structured::parse_gbnf(
-            structured::json_schema_text_to_gbnf(so.schema_json, schema_options(so.strict)));
-      });
+      return cached(str_cat("json:", so.any_whitespace ? "w:" : "c:", so.schema_json), so.param,
+                    [&] {
+                      return structured::parse_gbnf(
+                          structured::json_schema_text_to_gbnf(so.schema_json, schema_options(so)));
+                    });
     case Kind::kJsonObject:
-      return cached("json_object", so.param,
-                    [] { return structured::parse_gbnf(structured::json_object_gbnf()); });
+      return cached(so.any_whitespace ? "json_object:w" : "json_object:c", so.param, [&] {
+        return structured::parse_gbnf(structured::json_object_gbnf(schema_options(so)));
+      });
     case Kind::kRegex:
       return cached("regex:" + so.regex, so.param,
                     [&] { return structured::regex_to_grammar(so.regex); });
@@ -97,6 +102,22 @@ engine::ConstraintFactory StructuredCompiler::factory(
   return [g = std::move(grammar)]() -> std::shared_ptr<engine::TokenConstraint> {
     return std::make_shared<GrammarConstraint>(g);
   };
+}
+
+engine::ConstraintFactory after_reasoning(engine::ConstraintFactory constraint,
+                                          const ReasoningTokenIds& tags,
+                                          std::span<const std::vector<int32_t>> prompts,
+                                          const std::string& param) {
+  size_t ended = 0;
+  for (const std::vector<int32_t>& p : prompts) ended += prompt_ids_end_reasoning(p, tags);
+  if (ended == prompts.size()) return constraint;
+  if (ended != 0) {
+    throw ApiError::bad_request(
+        param, str_cat("'", param, "': with a reasoning parser, a structured output starts after ",
+                       "the reasoning, and these prompts differ in whether they already end it; ",
+                       "send them in separate requests"));
+  }
+  return engine::start_after_token(std::move(constraint), tags.end);
 }
 
 void GrammarConstraint::fill_bitmask(std::span<uint32_t> words) {

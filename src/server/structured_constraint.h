@@ -15,6 +15,7 @@
 
 #include "engine/token_constraint.h"
 #include "server/protocol.h"
+#include "server/reasoning_parser.h"
 #include "server/tool_parser.h"
 #include "structured/matcher.h"
 #include "structured/token_vocab.h"
@@ -57,6 +58,18 @@ class StructuredCompiler {
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const structured::CompiledGrammar>> cache_;
 };
+
+// A request's constraint under a reasoning parser, in vLLM's order (its structured-output
+// manager's reasoning gate): the constraint applies to what follows the reasoning. A
+// prompt that already ended the reasoning (prompt_ids_end_reasoning: enable_thinking
+// false) is constrained from the first output token; any other prompt, one without tags
+// included, generates freely until its first </think>, and the constraint applies from the
+// token after it. Prompts of one request that differ in this are an ApiError 400 naming
+// `param` (one factory serves them all).
+engine::ConstraintFactory after_reasoning(engine::ConstraintFactory constraint,
+                                          const ReasoningTokenIds& tags,
+                                          std::span<const std::vector<int32_t>> prompts,
+                                          const std::string& param);
 
 // One sample's position in a compiled grammar, as the engine's TokenConstraint. Not
 // thread-safe (the engine calls one request's constraint in turn).

@@ -1,5 +1,6 @@
 #include "server/tool_parser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -187,6 +188,7 @@ OJson convert_param(const std::string& value, const std::string& name, const OJs
 
 // One call as the text so far shows it.
 struct PartialCall {
+  size_t start = 0;  // where its text begins (stable as text is appended)
   std::string name;
   std::string arguments;  // a prefix of the final arguments; whole when closed
   bool closed = false;
@@ -275,6 +277,7 @@ Snapshot parse_xml(std::string_view s, bool final, const std::vector<ToolFunctio
     const size_t name_end = s.find('>', q + kFunction.size());
     if (name_end == std::string_view::npos) break;
     PartialCall call;
+    call.start = q;
     call.name = std::string(s.substr(q + kFunction.size(), name_end - q - kFunction.size()));
     const OJson props = tool_properties(tools, call.name);
     call.arguments = "{";
@@ -358,14 +361,24 @@ Snapshot parse_hermes(std::string_view s, bool final, size_t from) {
   snap.content_end = a;
   while (a != std::string_view::npos) {
     const size_t body = a + kToolCall.size();
-    size_t e = s.find(kToolCallEnd, body);
-    if (e == std::string_view::npos && !final) break;
+    const size_t e = s.find(kToolCallEnd, body);
+    if (e == std::string_view::npos && !final) {
+      // Open: the call once its name and the start of its arguments are read, the
+      // arguments as far as they are settled (a tail that may begin </tool_call> is
+      // not read: it may end the body).
+      std::string_view open = s.substr(body);
+      open.remove_suffix(tail_overlap(open, kToolCallEnd));
+      HermesBodyPrefix p = hermes_body_prefix(open);
+      if (!p.invalid && p.name && p.arguments)
+        snap.calls.push_back(PartialCall{a, std::move(*p.name), std::move(*p.arguments), false});
+      break;
+    }
     const std::string_view text = s.substr(body, e == std::string_view::npos ? e : e - body);
     try {
       const OJson j = OJson::parse(trim(text));
       if (j.is_object() && j.contains("name") && j["name"].is_string() && j.contains("arguments")) {
         snap.calls.push_back(
-            PartialCall{j["name"].get<std::string>(), python_json_dumps(j["arguments"]), true});
+            PartialCall{a, j["name"].get<std::string>(), python_json_dumps(j["arguments"]), true});
       }
     } catch (const OJson::exception&) {
     }
@@ -428,17 +441,22 @@ ToolStreamDelta StreamingToolParser::feed(std::string_view text, bool final) {
     out.content = buf_.substr(content_sent_, snap.content_end - content_sent_);
     content_sent_ = snap.content_end;
   }
-  for (size_t i = 0; i < snap.calls.size(); ++i) {
-    const PartialCall& c = snap.calls[i];
-    if (i == sent_.size()) {
-      sent_.push_back(Sent{make_tool_call_id(), c.arguments.size()});
-      out.calls.push_back(ToolCallDelta{int(i), sent_.back().id, c.name, c.arguments});
+  // Calls are matched by where they start: a streamed call that the text later shows to
+  // be malformed leaves the snapshot, and what follows it keeps its own index.
+  for (const PartialCall& c : snap.calls) {
+    auto it =
+        std::find_if(sent_.begin(), sent_.end(), [&](const Sent& x) { return x.start == c.start; });
+    if (it == sent_.end()) {
+      sent_.push_back(Sent{c.start, make_tool_call_id(), c.arguments});
+      out.calls.push_back(
+          ToolCallDelta{int(sent_.size() - 1), sent_.back().id, c.name, c.arguments});
       continue;
     }
-    Sent& s = sent_[i];
-    if (c.arguments.size() > s.args_sent) {
-      out.calls.push_back(ToolCallDelta{int(i), "", "", c.arguments.substr(s.args_sent)});
-      s.args_sent = c.arguments.size();
+    // Only growth of what was sent goes out (a revision cannot be streamed).
+    if (c.arguments.size() > it->arguments.size() && c.arguments.starts_with(it->arguments)) {
+      out.calls.push_back(
+          ToolCallDelta{int(it - sent_.begin()), "", "", c.arguments.substr(it->arguments.size())});
+      it->arguments = c.arguments;
     }
   }
   return out;

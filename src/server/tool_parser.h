@@ -16,14 +16,22 @@
 // structural only when what follows it (after whitespace) is the next tag or the end,
 // so values may contain those strings literally. A name holding {}<>"' or whitespace
 // is not a call.
-// hermes: <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>; a body that
-// is not such an object is dropped.
+// hermes: <tool_call>\n{"name": NAME, "arguments": ARGS}\n</tool_call>, the body
+// ending at the first </tool_call> (or the end of the text); arguments are ARGS as
+// Python's json.dumps writes it; a body that is not such an object is dropped.
 //
 // Content is the text before the first call; text after a call (between or after
 // calls) is dropped, as vLLM's non-streaming parsers drop it. The streaming parser
 // is the same parse applied to the text so far: content is released as soon as it
 // cannot be the start of a call, a call's id and name in its first delta, its
-// arguments as fragments that reassemble to the whole-text result exactly.
+// arguments as fragments that reassemble to the whole-text result exactly. A hermes
+// call is streamed once its name and the "arguments" key are read, its arguments as
+// far as the JSON so far settles them (python_json_dumps_prefix: whole strings
+// characters, whole numbers and literals). One case cannot match, as in vLLM: a hermes
+// body whose JSON breaks after its name was streamed is dropped by the whole-text parse
+// (and its text is content there), while the stream has shown the call; so does one
+// with a duplicate "arguments" key (the parse keeps one value, the stream shows the
+// first).
 #pragma once
 
 #include <optional>
@@ -91,8 +99,9 @@ class StreamingToolParser {
 
  private:
   struct Sent {
+    size_t start = 0;  // where the call's text begins in buf_
     std::string id;
-    size_t args_sent = 0;
+    std::string arguments;  // sent so far
   };
   ToolCallFormat format_;
   const std::vector<ToolFunction>& tools_;

@@ -242,6 +242,23 @@ int32_t Automaton::truncate(int32_t state) {
   return intern(stacks, false, false);
 }
 
+uint8_t Automaton::text_loops(int32_t state) {
+  if (states_[static_cast<size_t>(state)].text_loops < 0) {
+    uint8_t loops = 0;
+    for (uint8_t k = 1; k <= TokenVocab::kTextClasses; k <<= 1) {
+      bool all = true;
+      for (int b = 0; b < 256 && all; ++b)
+        if ((TokenVocab::text_classes(static_cast<uint8_t>(b)) & k) &&
+            step_locked(state, static_cast<uint8_t>(b)) != state)
+          all = false;
+      if (all) loops |= k;
+    }
+    // Indexed anew: the steps may have grown states_.
+    states_[static_cast<size_t>(state)].text_loops = static_cast<int8_t>(loops);
+  }
+  return static_cast<uint8_t>(states_[static_cast<size_t>(state)].text_loops);
+}
+
 const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
   auto it = local_masks_.find(truncated);
   if (it != local_masks_.end()) return it->second;
@@ -268,10 +285,21 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
       i = end;
       continue;
     }
+    const bool ok = live(s);
+    if (t.classes_below && ok && states_[static_cast<size_t>(s)].text_loops != 0 &&
+        static_cast<size_t>(t.subtree_end) > i + 1 && (t.classes_below & text_loops(s))) {
+      // Every token of the subtree ends in s: all allowed.
+      const size_t end = static_cast<size_t>(t.subtree_end);
+      for (size_t k = static_cast<size_t>(t.token_begin); k < subtree_tokens_end(end); ++k) {
+        const auto id = static_cast<uint32_t>(tokens[k]);
+        lm.allowed[id >> 5] |= uint32_t{1} << (id & 31);
+      }
+      i = end;
+      continue;
+    }
     walk_states_[t.depth] = s;
     const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;
     walk_context_[t.depth] = ctx;
-    const bool ok = live(s);
     for (int32_t k = t.token_begin; k < t.token_end; ++k) {
       const TokenId id = tokens[static_cast<size_t>(k)];
       if (ok) {

@@ -17,7 +17,10 @@
 // walk (cached, shared by every state with the same top) sorts tokens into
 // allowed whatever the context, rejected, or uncertain (the token pops into
 // the context). Only the uncertain tokens are then checked against the full
-// state.
+// state. A walk that reaches a trie node in a state that every byte of a text class
+// (TokenVocab::text_classes) leads back to, with only bytes of that class below the node,
+// takes the node's whole subtree as allowed without stepping through it: text inside a
+// JSON string or an XML tool call's value, which is most of the vocabulary.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +70,7 @@ class Automaton {
     std::vector<int32_t> stacks;  // sorted stack-node ids, each top a kBytes position
     bool accepting = false;
     bool context = false;  // some path popped into the CONTEXT sentinel here
+    int8_t text_loops = -1;  // the text classes whose every byte leads back here; -1: unknown
   };
   // The context-independent part of a truncated state's mask.
   struct LocalMask {
@@ -83,6 +87,7 @@ class Automaton {
   bool live(int32_t state) const;
   int32_t truncate(int32_t state);
   const LocalMask& local_mask(int32_t truncated);
+  uint8_t text_loops(int32_t state);
   int32_t step_locked(int32_t state, uint8_t byte);
   void compute_mask(int32_t state, std::vector<uint32_t>& mask);
 

@@ -219,7 +219,7 @@ class SchemaRuleSet::Impl {
     prims_.insert(name);
     std::string body;
     if (name == "ws") {
-      body = opt_.any_whitespace ? "[ \\t\\n\\r]*" : "\" \"?";
+      body = opt_.any_whitespace ? "[ \\t\\n]*" : "\" \"?";
     } else if (name == "json-char") {
       body = "[^\"\\\\\\x00-\\x1F] | " + prim("json-escape");
     } else if (name == "json-escape") {
@@ -384,6 +384,20 @@ class SchemaRuleSet::Impl {
     return out;
   }
 
+  // Whether `s` is {"type": `type`} plus only the keys xgrammar ignores when it matches a
+  // schema to its basic rules (title, description, default, examples, deprecated,
+  // readOnly, writeOnly, $comment, $schema): the object and array schemas its strict mode
+  // leaves open.
+  static bool bare(const OJson& s, const char* type) {
+    static const std::set<std::string> kIgnored = {"title",     "default",    "description",
+                                                   "examples",  "deprecated", "readOnly",
+                                                   "writeOnly", "$comment",   "$schema"};
+    if (!s.is_object() || !s.contains("type") || s["type"] != type) return false;
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (it.key() != "type" && !kIgnored.count(it.key())) return false;
+    return true;
+  }
+
   // The type a schema without `type` implies through its keywords, if any.
   static std::optional<std::set<std::string>> infer_types(const OJson& s) {
     for (const char* k : {"properties", "additionalProperties", "required"}) {
@@ -505,7 +519,7 @@ class SchemaRuleSet::Impl {
     std::vector<std::string> prefix;
     const OJson* items = nullptr;
     std::string items_ptr;
-    OJson any = true;
+    OJson any = true, none = false;
     if (s.contains("prefixItems") || (s.contains("items") && s["items"].is_array())) {
       const char* pk = s.contains("prefixItems") ? "prefixItems" : "items";
       const OJson& p = s[pk];
@@ -514,10 +528,11 @@ class SchemaRuleSet::Impl {
         prefix.push_back(visit(p[i], str_cat(ptr, "/", pk, "/", i), depth + 1));
       }
       const char* rest = s.contains("prefixItems") ? "items" : "additionalItems";
-      items = s.contains(rest) ? &s[rest] : &any;
+      items = s.contains(rest) ? &s[rest] : opt_.strict ? &none : &any;
       items_ptr = ptr + "/" + rest;
     } else {
-      items = s.contains("items") ? &s["items"] : &any;
+      // Strict mode: no items where none are given, but in the bare {"type": "array"}.
+      items = s.contains("items") ? &s["items"] : opt_.strict && !bare(s, "array") ? &none : &any;
       items_ptr = ptr + "/items";
     }
     bool more = !(items->is_boolean() && !items->get<bool>());
@@ -594,11 +609,9 @@ class SchemaRuleSet::Impl {
       }
     }
     std::string extra;  // one additional member, or empty when none is allowed
-    // Strict mode closes objects that declare properties; an object schema without any stays
-    // open (a bare {"type": "object"} means any object).
-    OJson addl = s.contains("additionalProperties")
-                     ? s["additionalProperties"]
-                     : OJson(!opt_.strict || !s.contains("properties"));
+    // Strict mode closes every object schema but the bare {"type": "object"} (any object).
+    OJson addl = s.contains("additionalProperties") ? s["additionalProperties"]
+                                                    : OJson(!opt_.strict || bare(s, "object"));
     if (!(addl.is_boolean() && !addl.get<bool>())) {
       std::string value = visit(addl, ptr + "/additionalProperties", depth + 1);
       extra = other_key(keys, ptr) + " " + ws + " \":\" " + ws + " " + value + " " + ws;

@@ -11,9 +11,11 @@
 //     the surrogate range (D800-DFFF); `pattern` and `format` strings use one escape per char;
 //   - numbers with bounds have no exponent; integers have no fraction, exponent or "-0";
 //   - oneOf is compiled as anyOf (exclusivity is not expressible in a context-free grammar);
-//   - an absent `additionalProperties` is taken as false when JsonSchemaOptions::strict is set
-//     (the default, as OpenAI strict mode and xgrammar) and the object declares `properties`,
-//     as true otherwise (a bare {"type": "object"} is any object);
+//   - JsonSchemaOptions::strict (the default; xgrammar's strict_mode, which vLLM leaves on):
+//     an absent `additionalProperties` is false and absent `items` / `additionalItems` allow
+//     no items past `prefixItems`, except in the bare {"type": "object"} and {"type":
+//     "array"} (with only annotations beside `type`), which are any object and any array;
+//     without strict, absent means any;
 //   - additional property names are compared with the declared ones character by character:
 //     a declared name spelled with a JSON escape is taken as another name.
 // Supported: type (incl. arrays of types), enum, const, properties, required,
@@ -39,10 +41,11 @@ namespace vtllm::structured {
 // How the grammar spaces its JSON and how strictly it reads the schema.
 struct JsonSchemaOptions {
   // false (default): compact JSON with at most one optional space after `{ [ , :` and before
-  // `} ] , :` (both `{"a":1}` and `{"a": 1}` match), as OpenAI strict mode and vLLM's
-  // xgrammar backend with any_whitespace off. true: any run of JSON whitespace [ \t\n\r] there.
+  // `} ] , :` (both `{"a":1}` and `{"a": 1}` match). true: any run of [ \t\n] there, as
+  // xgrammar's any_whitespace (vLLM's default: --structured-outputs-config
+  // disable_any_whitespace off).
   bool any_whitespace = false;
-  // true (default): objects without `additionalProperties` accept only declared properties.
+  // true (default): absent additionalProperties / items forbid extras, as above.
   bool strict = true;
 };
 

@@ -2,7 +2,7 @@
 #include "structured/token_vocab.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "base/error.h"
 #include "text/byte_level.h"
@@ -65,7 +65,8 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
     for (size_t d = lcp; d < s.size(); ++d) {
       path.push_back(static_cast<int32_t>(trie_.size()));
       const auto t = static_cast<int32_t>(trie_tokens_.size());
-      trie_.push_back(TrieNode{static_cast<uint8_t>(s[d]), static_cast<uint16_t>(d + 1), -1, t, t});
+      trie_.push_back(
+          TrieNode{static_cast<uint8_t>(s[d]), 0, static_cast<uint16_t>(d + 1), -1, t, t});
     }
     max_token_bytes_ = std::max(max_token_bytes_, s.size());
     TrieNode& last = trie_[static_cast<size_t>(path.back())];
@@ -77,6 +78,17 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   }
   for (int32_t n : path)
     trie_[static_cast<size_t>(n)].subtree_end = static_cast<int32_t>(trie_.size());
+  // Node i's descendants are trie_[i + 1, subtree_end): a class holds them all when none
+  // of them has a byte outside it (a prefix count per class).
+  for (uint8_t k = 1; k <= kTextClasses; k <<= 1) {
+    std::vector<int32_t> outside(trie_.size() + 1, 0);
+    for (size_t i = 0; i < trie_.size(); ++i)
+      outside[i + 1] = outside[i] + ((text_classes(trie_[i].byte) & k) ? 0 : 1);
+    for (size_t i = 0; i < trie_.size(); ++i) {
+      const auto end = static_cast<size_t>(trie_[i].subtree_end);
+      if (outside[end] == outside[i + 1]) trie_[i].classes_below |= k;
+    }
+  }
 }
 
 bool TokenVocab::is_stop(TokenId id) const {
@@ -89,13 +101,18 @@ TokenVocab TokenVocab::from_tokenizer(const text::Tokenizer& tokenizer, size_t v
   if (stop_ids.empty()) {
     if (auto eos = tokenizer.eos_id()) stop_ids.push_back(*eos);
   }
-  std::unordered_set<TokenId> added;
-  for (const text::AddedToken& t : tokenizer.added_tokens()) added.insert(t.id);
+  std::unordered_map<TokenId, const text::AddedToken*> added;
+  for (const text::AddedToken& t : tokenizer.added_tokens()) added.emplace(t.id, &t);
   std::vector<std::string> bytes(vocab_size);
   const size_t n = std::min(vocab_size, tokenizer.id_end());
   for (size_t i = 0; i < n; ++i) {
     const auto id = static_cast<TokenId>(i);
-    if (added.count(id)) continue;
+    if (const auto it = added.find(id); it != added.end()) {
+      // Special tokens (control, media pads) never match text; the others (Qwen's
+      // <tool_call>, <think>) are their content, as decode writes it.
+      if (!it->second->special) bytes[i] = it->second->content;
+      continue;
+    }
     const std::optional<std::string> piece = tokenizer.id_to_token(id);
     if (!piece) continue;
     std::optional<std::string> b = text::byte_level_decode_token(*piece);

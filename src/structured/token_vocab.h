@@ -18,17 +18,20 @@ using TokenId = int32_t;
 // Immutable after construction; thread-safe to share.
 //
 // Each id in [0, size()) has a byte string (empty when the id may never be
-// produced under a grammar: unused ids, added/special tokens, empty tokens)
+// produced under a grammar: unused ids, special tokens, empty tokens)
 // or is a stop token (EOS: allowed exactly when the grammar can end). The
 // matchable tokens are also laid out as a byte trie in depth-first order so
 // a mask walks each shared prefix once.
 class TokenVocab {
  public:
-  // One trie node: the byte on the edge into it, its depth (1 = first byte),
-  // the end of its subtree (index one past its last descendant), and the
-  // tokens whose bytes end here: trie_tokens()[token_begin, token_end).
+  // One trie node: the byte on the edge into it, the text classes (text_classes) that
+  // hold every byte below it (its descendants' edges), its depth (1 = first byte), the end
+  // of its subtree (index one past its last descendant), and the tokens whose bytes end
+  // here: trie_tokens()[token_begin, token_end).
   struct TrieNode {
     uint8_t byte;
+    uint8_t classes_below;  // a mask walk in a state that loops on every byte of one of
+                            // these classes takes the whole subtree
     uint16_t depth;
     int32_t subtree_end;
     int32_t token_begin, token_end;
@@ -41,8 +44,10 @@ class TokenVocab {
 
   // From a tokenizer: each model token decoded from its byte-level spelling
   // (a piece outside that alphabet is read SentencePiece-style: "<0xAB>" is
-  // the byte, U+2581 a space, the rest as is); every
-  // added token excluded except `stop_ids`. `vocab_size` (0: tokenizer.id_end())
+  // the byte, U+2581 a space, the rest as is); an added token that is not
+  // special (Qwen's <tool_call>, </think>) is its content, so a grammar's
+  // "<tool_call>" can be that one token; special ones are excluded but
+  // `stop_ids`. `vocab_size` (0: tokenizer.id_end())
   // is the mask width, usually the model's lm_head rows (ids past the
   // tokenizer's are never allowed). Empty `stop_ids`: the tokenizer's eos_id().
   static TokenVocab from_tokenizer(const text::Tokenizer& tokenizer, size_t vocab_size = 0,
@@ -59,6 +64,15 @@ class TokenVocab {
   std::span<const TokenId> stop_ids() const { return stop_ids_; }
   std::span<const TrieNode> trie() const { return trie_; }
   std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
+  // Byte classes of running text, each a bit: kJsonText, printable ASCII but '"' and
+  // '\\' (what a JSON string holds raw); kMarkupText, printable ASCII but '<', plus tab
+  // (an XML tool call's raw value, whose closing tag starts with a newline).
+  static constexpr uint8_t kJsonText = 1, kMarkupText = 2, kTextClasses = 3;
+  static uint8_t text_classes(uint8_t b) {
+    const bool printable = b >= 0x20 && b < 0x7F;
+    return uint8_t((printable && b != '"' && b != '\\' ? kJsonText : 0) |
+                   ((printable && b != '<') || b == '\t' ? kMarkupText : 0));
+  }
 
  private:
   std::vector<std::string> bytes_;

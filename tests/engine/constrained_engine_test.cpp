@@ -2,8 +2,9 @@
 // the CPU): toy TokenConstraints (every k-th id, a fixed sequence then terminate, a
 // rejection, an empty mask, a throwing mask) hold on every output token, end requests
 // as their contract says, run on the mask worker thread, and leave unconstrained rows
-// of the same batch token-equal to a run without the constrained ones. Also
-// allowed_token_ids and bad_words end to end.
+// of the same batch token-equal to a run without the constrained ones; a constraint
+// gated by start_after_token starts after its token. Also allowed_token_ids and
+// bad_words end to end.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -257,6 +258,48 @@ TEST(ConstrainedEngine, FaultsEndTheRequestWithAnError) {
     EXPECT_NE(o.error.find(c.error), std::string::npos) << c.id << ": " << o.error;
     EXPECT_EQ(o.finals, 1) << c.id;
   }
+}
+
+// start_after_token: the inner constraint starts after the gate's token. Greedy tokens do
+// not depend on the batch, so a gated row follows the free run up to the first time it
+// samples the gate token, then the inner sequence; a gate token that never comes leaves
+// the output equal to the free run (and the inner constraint, which would throw, unused);
+// a gate token forced first by logit_bias is followed by the inner sequence at once (the
+// bias keeps pushing it, the inner mask keeps it out).
+TEST(ConstrainedEngine, GatedConstraintStartsAfterItsToken) {
+  const std::vector<int32_t> seq = {5, 17, 300, 2, 511};
+  const RunResult free_run = run({{"g", prompt(6), params(0.0f, 20)}});
+  const std::vector<int32_t>& f = free_run.out.at({"g", 0}).tokens;
+  ASSERT_EQ(f.size(), 20u);
+  const int32_t gate = f[5];
+  const size_t opens = size_t(std::find(f.begin(), f.end(), gate) - f.begin());
+  int32_t absent = 0;
+  while (std::find(f.begin(), f.end(), absent) != f.end()) ++absent;
+  int32_t forced = 1;
+  while (std::find(seq.begin(), seq.end(), forced) != seq.end() || forced == f[0]) ++forced;
+
+  SamplingParams gated = params(0.0f, 30);
+  gated.constraint = start_after_token([seq] { return std::make_shared<Sequence>(seq); }, gate);
+  SamplingParams never = params(0.0f, 20);
+  never.constraint =
+      start_after_token([] { return std::make_shared<Faulty>(Faulty::kThrow, 0); }, absent);
+  SamplingParams biased = params(0.0f, 30);
+  biased.logit_bias = {{forced, 100.0f}};
+  biased.constraint = start_after_token([seq] { return std::make_shared<Sequence>(seq); }, forced);
+  const RunResult r = run(
+      {{"gated", prompt(6), gated}, {"never", prompt(6), never}, {"biased", prompt(7), biased}});
+
+  std::vector<int32_t> want(f.begin(), f.begin() + ptrdiff_t(opens) + 1);
+  want.insert(want.end(), seq.begin(), seq.end());
+  EXPECT_EQ(r.out.at({"gated", 0}).tokens, want);
+  EXPECT_EQ(r.out.at({"gated", 0}).reason, FinishReason::kStop);
+  EXPECT_EQ(r.out.at({"never", 0}).tokens, f);
+  EXPECT_EQ(r.out.at({"never", 0}).reason, FinishReason::kLength);
+  EXPECT_EQ(r.out.at({"never", 0}).error, "");
+  want = {forced};
+  want.insert(want.end(), seq.begin(), seq.end());
+  EXPECT_EQ(r.out.at({"biased", 0}).tokens, want);
+  EXPECT_EQ(r.out.at({"biased", 0}).reason, FinishReason::kStop);
 }
 
 TEST(ConstrainedEngine, AFailingFactoryRefusesTheRequest) {

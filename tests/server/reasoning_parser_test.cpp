@@ -8,6 +8,7 @@
 
 #include "server/chat_output.h"
 #include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace vtllm::server {
 namespace {
@@ -103,6 +104,30 @@ TEST(ReasoningParser, PromptEndsReasoningWithTheRealTemplate) {
   EXPECT_TRUE(closed.ends_with("<think>\n\n</think>\n\n")) << closed;
   EXPECT_TRUE(prompt_ends_reasoning(closed));
   EXPECT_FALSE(prompt_ends_reasoning("no tags at all"));
+}
+
+// The id rule (where a constraint starts) agrees with the text rule (where the split
+// runs) on texts of random tags and words, as the tiny model's tokenizer encodes them.
+TEST(ReasoningParser, PromptIdsEndReasoningAgreesWithTheText) {
+  const text::Tokenizer tok =
+      text::Tokenizer::from_dir(std::string(VTLLM_SOURCE_DIR) + "/models/tiny-qwen3.5");
+  const std::optional<ReasoningTokenIds> tags = reasoning_token_ids(tok);
+  ASSERT_TRUE(tags);
+  EXPECT_EQ(tags->start, tok.token_to_id("<think>"));
+  EXPECT_EQ(tags->end, *tok.token_to_id("</think>"));
+  const char* const pieces[] = {"<think>", "</think>", "a", " word", "\n", "<tool_call>"};
+  std::mt19937 rng(7);
+  int ended = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string text;
+    for (int n = int(rng() % 7); n > 0; --n) text += pieces[rng() % 6];
+    const std::vector<int32_t> ids = tok.encode(text, false);
+    EXPECT_EQ(prompt_ids_end_reasoning(ids, *tags), prompt_ends_reasoning(text)) << text;
+    ended += prompt_ends_reasoning(text);
+  }
+  EXPECT_GT(ended, 30);
+  EXPECT_LT(ended, 270);
+  EXPECT_FALSE(prompt_ids_end_reasoning({}, *tags));
 }
 
 TEST(ReasoningParser, ToolCallsInsideReasoningAreNotCalls) {

@@ -15,6 +15,7 @@
 
 #include "expect_api_error.h"
 #include "structured/json_schema_validate.h"
+#include "structured/matcher.h"
 #include "text/tokenizer.h"
 
 namespace vtllm::server {
@@ -82,7 +83,31 @@ TEST(StructuredConstraint, JsonSchemaOutputsValidate) {
     ASSERT_FALSE(v.is_discarded()) << text;
     const auto bad = structured::validate_json_schema(v, schema);
     EXPECT_FALSE(bad) << text << ": " << (bad ? bad->message : "");
+    for (auto it = v.begin(); it != v.end(); ++it)  // strict: declared keys only
+      EXPECT_TRUE(schema["properties"].contains(it.key())) << text;
   }
+  // vLLM's defaults (xgrammar strict_mode and any_whitespace): no undeclared key, any run
+  // of space, tab or newline between tokens (not \r), none around the value; the
+  // request's `strict` changes nothing. (`schema` is a sorted nlohmann::json: properties
+  // come as age, name, tags.)
+  const auto takes = [&](const std::string& text) {
+    structured::Matcher m(g);
+    return m.accept_bytes(text) && m.can_terminate();
+  };
+  EXPECT_TRUE(takes("{\n  \"age\" : 1,\t\"name\":\"x\" }"));
+  EXPECT_TRUE(takes(R"({"age":1,"name":"x","tags":[ "a" ,"b"]})"));
+  EXPECT_FALSE(takes(R"({"age":1,"name":"x","z":1})"));
+  EXPECT_FALSE(takes("{\r\n\"age\":1,\"name\":\"x\"}"));
+  EXPECT_FALSE(takes(" {\"age\":1,\"name\":\"x\"}"));
+  so.any_whitespace = false;  // structured_outputs.disable_any_whitespace
+  const auto compact = compiler().compile(so);
+  EXPECT_NE(compact, g);
+  structured::Matcher m(compact);
+  EXPECT_FALSE(m.accept_bytes("{\n\"age\":1"));
+  EXPECT_TRUE(m.accept_bytes(R"({"age": 1, "name":"x"})"));
+  so.any_whitespace = true;
+  so.strict = true;
+  EXPECT_EQ(compiler().compile(so), g);
 }
 
 TEST(StructuredConstraint, RegexChoiceAndJsonObject) {
@@ -103,6 +128,25 @@ TEST(StructuredConstraint, RegexChoiceAndJsonObject) {
     const nlohmann::json o =
         nlohmann::json::parse(walk(compiler().compile(obj), seed), nullptr, false);
     EXPECT_TRUE(o.is_object()) << o.dump();
+  }
+}
+
+// Non-special added tokens are their text (Qwen's <tool_call>, </think>), so a forced
+// call can open with the <tool_call> token the model was trained to write; special ones
+// (<|im_start|>) never match text.
+TEST(StructuredConstraint, NonSpecialAddedTokensMatchTheirText) {
+  const structured::TokenVocab& v = compiler().vocab();
+  const int32_t call = *tokenizer().token_to_id("<tool_call>");
+  EXPECT_EQ(v.bytes(call), "<tool_call>");
+  EXPECT_EQ(v.bytes(*tokenizer().token_to_id("</think>")), "</think>");
+  EXPECT_EQ(v.bytes(*tokenizer().token_to_id("<|im_start|>")), "");
+  const std::vector<ToolFunction> tools = {{"f", R"({"type": "object"})"}};
+  for (ToolCallFormat f : {ToolCallFormat::kQwen3Coder, ToolCallFormat::kHermes}) {
+    GrammarConstraint c(compiler().compile_tool_call(tools, "", false, f));
+    std::vector<uint32_t> words(v.mask_words());
+    c.fill_bitmask(words);
+    EXPECT_TRUE(words[size_t(call) / 32] >> (call % 32) & 1u);
+    EXPECT_TRUE(c.accept(call));
   }
 }
 
@@ -131,6 +175,52 @@ TEST(StructuredConstraint, ForcedToolCallsParseWithValidArguments) {
       }
     }
   }
+}
+
+// after_reasoning per prompt: a prompt that ended the reasoning gets the grammar from its
+// first token; an open one (or one without tags) gets every token until </think>, which
+// is free, then the grammar; prompts that disagree are a 400.
+TEST(StructuredConstraint, AfterReasoningGatesPerPrompt) {
+  StructuredOutput so;
+  so.kind = StructuredOutput::Kind::kChoice;
+  so.choices = {"yes", "no"};
+  const auto g = compiler().compile(so);
+  const ReasoningTokenIds tags = *reasoning_token_ids(tokenizer());
+  const auto ids = [](const char* text) { return tokenizer().encode(text, false); };
+  const std::vector<int32_t> closed = ids("<think>\n\n</think>\n\n"),
+                             open = ids("<|im_start|>assistant\n<think>\n"), none = ids("Answer:");
+  const size_t n = compiler().vocab().mask_words();
+  std::vector<uint32_t> grammar_mask(n), mask(n);
+  GrammarConstraint(g).fill_bitmask(grammar_mask);
+  const std::vector<uint32_t> all(n, ~0u);
+  ASSERT_NE(grammar_mask, all);
+
+  const std::vector<std::vector<int32_t>> just_closed = {closed, closed};
+  auto from_start = after_reasoning(StructuredCompiler::factory(g), tags, just_closed, "prompt")();
+  from_start->fill_bitmask(mask);
+  EXPECT_EQ(mask, grammar_mask);
+
+  for (const auto& p : {open, none}) {
+    const std::vector<std::vector<int32_t>> prompts = {p};
+    auto c = after_reasoning(StructuredCompiler::factory(g), tags, prompts, "prompt")();
+    for (int32_t t : ids("free text, even no")) {
+      c->fill_bitmask(mask);
+      EXPECT_EQ(mask, all);
+      EXPECT_TRUE(c->accept(t));
+      EXPECT_FALSE(c->terminated());
+    }
+    c->fill_bitmask(mask);
+    EXPECT_TRUE(c->accept(tags.end));
+    c->fill_bitmask(mask);
+    EXPECT_EQ(mask, grammar_mask);
+    for (int32_t t : ids("no")) EXPECT_TRUE(c->accept(t));
+    EXPECT_FALSE(c->accept(ids("x")[0]));
+    EXPECT_TRUE(c->accept(4098));
+    EXPECT_TRUE(c->terminated());
+  }
+  const std::vector<std::vector<int32_t>> mixed = {closed, none};
+  EXPECT_API_ERROR(after_reasoning(StructuredCompiler::factory(g), tags, mixed, "prompt"), 400,
+                   "prompt", "invalid_value");
 }
 
 TEST(StructuredConstraint, UnsupportedSchemasAreA400NamingTheField) {

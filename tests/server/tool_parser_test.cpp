@@ -278,6 +278,47 @@ TEST(ToolParser, HermesCalls) {
   expect_stream_matches(cfg, "no calls <tool_ here");
 }
 
+// Hermes arguments stream as the JSON arrives: the call (id, name) once its name and the
+// "arguments" key are read, then what each piece settles (a number once it ends).
+TEST(ToolParser, HermesStreamsArgumentsAsTheJsonArrives) {
+  ChatOutputConfig cfg;
+  cfg.tool_calls = ToolCallFormat::kHermes;
+  StreamingChatOutputParser p(cfg);
+  ChatOutputDelta d = p.feed("Looking.<tool_call>\n{\"name\": \"lookup\", \"argu", false);
+  EXPECT_EQ(d.content, "Looking.");
+  EXPECT_TRUE(d.tool_calls.empty());
+  d = p.feed("ments\": {\"query\":\"pa", false);
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].name, "lookup");
+  EXPECT_EQ(d.tool_calls[0].id.rfind("call_", 0), 0u);
+  EXPECT_EQ(d.tool_calls[0].arguments, R"({"query": "pa)");
+  d = p.feed("ris\\u00e9\",\"n\":1", false);
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_TRUE(d.tool_calls[0].id.empty());
+  EXPECT_EQ(d.tool_calls[0].arguments, "ris\xc3\xa9\", \"n\": ");
+  d = p.feed("2}}\n</tool_", false);
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].arguments, "12}");
+  EXPECT_TRUE(p.feed("call>", false).empty());
+  EXPECT_TRUE(p.feed("", true).empty());
+
+  // Whole and streamed agree on varied spellings: spacing, escapes, arguments before
+  // the name, other keys, nesting, several calls, a broken body before its name, a last
+  // call without </tool_call>.
+  const std::vector<std::string> texts = {
+      "<tool_call>\n{\"arguments\": {\"a\": [1, 2.50, -0, 1E2, true, null]},\n "
+      "\"name\": \"f\"}\n</tool_call>",
+      "<tool_call>{ \"name\" :\"g\" , \"x\": {\"y\": [[]]}, \"arguments\" : "
+      "{ \"s\" : \"\\ud83d\\ude00 \\\" \\\\ \\/ \\n\", \"e\": {} } }</tool_call>",
+      "a<tool_call>\n{\"name\": \"h\", \"arguments\": \"{\\\"k\\\": 1}\"}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"i\", \"arguments\": {}}\n</tool_call>",
+      "<tool_call>\n{\"nam oops}\n</tool_call><tool_call>{\"name\": \"j\", \"arguments\": "
+      "{\"z\": \"caf\xc3\xa9\"}}</tool_call>",
+      "<tool_call>\n{\"name\": \"k\", \"arguments\": {\"v\": 12345}}",
+  };
+  for (const std::string& t : texts) expect_stream_matches(cfg, t);
+}
+
 TEST(ToolParser, FormatNames) {
   EXPECT_EQ(tool_call_format_from_name("qwen3_coder"), ToolCallFormat::kQwen3Coder);
   EXPECT_EQ(tool_call_format_from_name("qwen3_xml"), ToolCallFormat::kQwen3Coder);

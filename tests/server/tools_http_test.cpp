@@ -182,6 +182,24 @@ TEST(ToolsProtocol, StructuredOutputFields) {
                    "invalid_json");
   EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"structural_tag", "x"}}}})), 400,
                    "structured_outputs.structural_tag", "unsupported");
+  // JSON whitespace: any by default (vLLM's); compact on the request's word.
+  EXPECT_TRUE(parse(chat_body({{"guided_json", schema.dump()}})).gen.structured->any_whitespace);
+  EXPECT_FALSE(parse(chat_body({{"structured_outputs",
+                                 {{"json", schema}, {"disable_any_whitespace", true}}}}))
+                   .gen.structured->any_whitespace);
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs",
+                                     {{"json", schema}, {"disable_any_whitespace", "yes"}}}})),
+                   400, "structured_outputs.disable_any_whitespace", "invalid_type");
+  EXPECT_API_ERROR(
+      parse(chat_body({{"structured_outputs", {{"regex", "a"}, {"whitespace_pattern", " *"}}}})),
+      400, "structured_outputs.whitespace_pattern", "unsupported");
+  // Options only, with response_format giving the constraint (vLLM merges the two).
+  r = parse(chat_body({{"structured_outputs", {{"disable_any_whitespace", true}}},
+                       {"response_format", {{"type", "json_object"}}}}));
+  EXPECT_EQ(r.gen.structured->kind, StructuredOutput::Kind::kJsonObject);
+  EXPECT_FALSE(r.gen.structured->any_whitespace);
+  EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"disable_any_whitespace", true}}}})),
+                   400, "structured_outputs", "invalid_value");
 }
 
 // A TestServer whose fake model writes `turn` after the prompt of `body`.
@@ -241,9 +259,14 @@ TEST(ToolsHttp, AutoToolChoiceNeedsTheFlags) {
 
 // The fake model's greedy choice is masked by each constraint: what comes back must
 // satisfy it (checked by the schema validator, std::regex, the choice list, the tool
-// parser), whole and streamed.
+// parser). Thinking is off (the prompt ends the reasoning), so the constraint holds
+// from the first token and the reply has no reasoning.
 TEST(ToolsHttp, ConstrainedRepliesSatisfyTheirConstraint) {
   TestServer s(parsers());
+  const auto chat_body = [](json extra = json::object()) {
+    extra["chat_template_kwargs"] = {{"enable_thinking", false}};
+    return ::vtllm::server::chat_body(extra);
+  };
   const nlohmann::json schema = nlohmann::json::parse(R"({"type": "object",
       "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9},
                      "e": {"enum": ["x", "y"]}},
@@ -251,15 +274,16 @@ TEST(ToolsHttp, ConstrainedRepliesSatisfyTheirConstraint) {
   auto text_of = [&](const json& body) {
     const json r = post(s, "/v1/chat/completions", body);
     EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << r.dump();
+    EXPECT_FALSE(r["choices"][0]["message"].contains("reasoning")) << r.dump();
     return r["choices"][0]["message"]["content"].get<std::string>();
   };
-  const json rf = {{"type", "json_schema"},
-                   {"json_schema", {{"name", "s"}, {"schema", json::parse(schema.dump())}}}};
-  for (const json& body :
-       {chat_body({{"response_format", rf}}),
-        chat_body({{"structured_outputs", {{"json", json::parse(schema.dump())}}}}),
-        chat_body({{"guided_json", schema.dump()}})}) {
-    const std::string out = text_of(body);
+  // Compact JSON (the request's disable_any_whitespace): the fake model's masked greedy
+  // choice would otherwise pick whitespace tokens forever, as vLLM's default grammar
+  // lets a model do.
+  {
+    const std::string out = text_of(
+        chat_body({{"structured_outputs",
+                    {{"json", json::parse(schema.dump())}, {"disable_any_whitespace", true}}}}));
     const nlohmann::json v = nlohmann::json::parse(out, nullptr, false);
     ASSERT_FALSE(v.is_discarded()) << out;
     EXPECT_FALSE(structured::validate_json_schema(v, schema)) << out;
@@ -269,9 +293,9 @@ TEST(ToolsHttp, ConstrainedRepliesSatisfyTheirConstraint) {
   EXPECT_TRUE(std::regex_match(re, std::regex("[ab]{1,3}c[0-9]"))) << re;
   const std::string ch = text_of(chat_body({{"guided_choice", {"yes", "no", "maybe"}}}));
   EXPECT_TRUE(ch == "yes" || ch == "no" || ch == "maybe") << ch;
-  // Completions too.
+  // Completions too (a prompt that ends the reasoning: constrained from the start).
   const json c = post(s, "/v1/completions",
-                      json({{"prompt", "x"},
+                      json({{"prompt", "x</think>"},
                             {"max_tokens", 20},
                             {"temperature", 0},
                             {"guided_choice", {"alpha", "beta"}}}));
@@ -314,6 +338,125 @@ TEST(ToolsHttp, ConstrainedRepliesSatisfyTheirConstraint) {
   const json np = post(plain, "/v1/chat/completions",
                        chat_body({{"tools", {weather_tool()}}, {"tool_choice", "required"}}), 400);
   EXPECT_EQ(np["error"]["param"], "tool_choice");
+}
+
+// vLLM's default JSON grammar (xgrammar's any_whitespace): a reply spaced over lines
+// passes the mask unchanged, through response_format and guided_json alike; the same
+// text with an undeclared key is cut where the key would start (strict mode).
+TEST(ToolsHttp, JsonConstraintsTakeAnyWhitespaceAndNoExtraKeys) {
+  const json schema = json::parse(R"({"type": "object",
+      "properties": {"n": {"type": "integer"}, "e": {"enum": ["x", "y"]}},
+      "required": ["n"]})");
+  const std::string pretty = "{\n  \"n\": 3,\n\t\"e\" : \"x\"\n}";
+  const json off = {{"enable_thinking", false}};
+  for (const json& body :
+       {chat_body({{"chat_template_kwargs", off},
+                   {"response_format",
+                    {{"type", "json_schema"},
+                     {"json_schema", {{"name", "s"}, {"schema", schema}, {"strict", false}}}}}}),
+        chat_body({{"chat_template_kwargs", off}, {"guided_json", schema.dump()}})}) {
+    Scripted sc(parsers(), body, pretty);
+    const json r = post(*sc.server, "/v1/chat/completions", body);
+    EXPECT_EQ(r["choices"][0]["message"]["content"], pretty) << r.dump();
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  }
+  // An undeclared key: after "n": 3 only "e" or the end may come.
+  const json body =
+      chat_body({{"chat_template_kwargs", off},
+                 {"structured_outputs", {{"json", schema}, {"disable_any_whitespace", true}}}});
+  Scripted sc(parsers(), body, R"({"n": 3, "z": 1})");
+  const json r = post(*sc.server, "/v1/chat/completions", body);
+  const std::string out = r["choices"][0]["message"]["content"];
+  EXPECT_TRUE(out.starts_with(R"({"n": 3)")) << out;
+  EXPECT_EQ(out.find("\"z\""), std::string::npos) << out;
+  const nlohmann::json v = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(v.is_discarded()) << out;
+  EXPECT_FALSE(structured::validate_json_schema(
+      v, nlohmann::json::parse(R"({"type": "object", "properties": {"n": {"type": "integer"},
+          "e": {"enum": ["x", "y"]}}, "required": ["n"], "additionalProperties": false})")))
+      << out;
+}
+
+// Thinking on: the reasoning is free and the constraint starts after </think> (vLLM's
+// order). The fake model writes the scripted reasoning and </think>, then only stop
+// tokens, which the mask turns into the constrained reply; whole and streamed, the
+// reasoning is the script's and the content satisfies the constraint. A completions
+// prompt without tags leaves the reasoning open too (vLLM's is_reasoning_end on the
+// prompt ids), so its text is the script's, then a choice.
+TEST(ToolsHttp, ConstraintsStartAfterTheReasoning) {
+  const json schema = json::parse(R"({"type": "object",
+      "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9},
+                     "e": {"enum": ["x", "y"]}},
+      "required": ["n", "e"]})");
+  const std::string thought = "Think: no <tool_call> yet, {not json}.\n";
+  // Compact JSON: the fake model's masked greedy choice would pick whitespace forever.
+  const json body =
+      chat_body({{"structured_outputs", {{"json", schema}, {"disable_any_whitespace", true}}}});
+  Scripted sc(parsers(), body, thought + "</think>");
+  const json r = post(*sc.server, "/v1/chat/completions", body);
+  const json& m = r["choices"][0]["message"];
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << r.dump();
+  EXPECT_EQ(m["reasoning"], thought) << r.dump();
+  const std::string content = m["content"];
+  const nlohmann::json v = nlohmann::json::parse(content, nullptr, false);
+  ASSERT_FALSE(v.is_discarded()) << content;
+  EXPECT_FALSE(structured::validate_json_schema(v, nlohmann::json::parse(schema.dump())))
+      << content;
+  EXPECT_EQ(v.size(), 2u) << content;  // strict, as vLLM: no undeclared key
+
+  json sbody = body;
+  sbody["stream"] = true;
+  auto sr = sc.server->client()->Post("/v1/chat/completions", sbody.dump(), "application/json");
+  ASSERT_TRUE(sr);
+  std::string reasoning, streamed;
+  for (size_t at = 0; (at = sr->body.find("data: ", at)) != std::string::npos;) {
+    const size_t end = sr->body.find("\n\n", at);
+    const std::string ev = sr->body.substr(at + 6, end - at - 6);
+    at = end;
+    if (ev == "[DONE]") break;
+    const json d = json::parse(ev)["choices"][0]["delta"];
+    if (d.contains("reasoning")) reasoning += d["reasoning"].get<std::string>();
+    if (d.contains("content")) streamed += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(reasoning, thought);
+  EXPECT_EQ(streamed, content);
+
+  // A named tool under reasoning: the call follows </think>.
+  const json tool = {{"type", "function"},
+                     {"function",
+                      {{"name", "set_mode"},
+                       {"parameters",
+                        {{"type", "object"},
+                         {"properties", {{"mode", {{"enum", {"fast", "slow"}}}}}},
+                         {"required", {"mode"}}}}}}};
+  const json named =
+      chat_body({{"tools", {tool}},
+                 {"tool_choice", {{"type", "function"}, {"function", {{"name", "set_mode"}}}}}});
+  Scripted tc(parsers(), named, thought + "</think>");
+  const json t = post(*tc.server, "/v1/chat/completions", named);
+  EXPECT_EQ(t["choices"][0]["message"]["reasoning"], thought) << t.dump();
+  ASSERT_EQ(t["choices"][0]["message"]["tool_calls"].size(), 1u) << t.dump();
+  const json args = json::parse(
+      t["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(args == json({{"mode", "fast"}}) || args == json({{"mode", "slow"}})) << args;
+  EXPECT_EQ(t["choices"][0]["finish_reason"], "tool_calls");
+
+  // Completions: the prompt has no tags, so the reasoning is open until </think>.
+  TestServerOptions o = parsers();
+  auto script = std::make_shared<ScriptedOutput>();
+  o.script = script;
+  TestServer cs(o);
+  const std::string prompt = "Answer:";
+  script->ids = cs.tokenizer().encode("free words </think>", false);
+  script->start = int64_t(cs.tokenizer().encode(prompt, true).size());
+  const json c = post(cs, "/v1/completions",
+                      json({{"prompt", prompt},
+                            {"max_tokens", 40},
+                            {"temperature", 0},
+                            {"guided_choice", {"alpha", "beta"}}}));
+  const std::string text = c["choices"][0]["text"];
+  EXPECT_TRUE(text == "free words </think>alpha" || text == "free words </think>beta") << text;
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
 }
 
 TEST(ToolsHttp, ToolsAndThinkingSwitchReachTheTemplate) {

@@ -97,6 +97,15 @@ TEST(JsonSchema, AdditionalProperties) {
                   {R"({"id":1,"name":2})", R"({"id":1,"id":"n"})"});
   expect_language(R"({"type": "object"})", {"{}", R"({"a":{"b":[]}})"}, {"[]"});
   expect_language(R"({"type": "object", "additionalProperties": false})", {"{}"}, {R"({"a":1})"});
+  // xgrammar's strict mode: only the bare {"type": "object"} (annotations aside) stays open.
+  expect_language(R"({"type": "object", "title": "t", "description": "d", "$comment": "c"})",
+                  {"{}", R"({"a":1})"}, {});
+  expect_language(R"({"type": "object", "required": []})", {"{}"}, {R"({"a":1})"});
+  expect_language(R"({"type": "object", "$id": "x"})", {"{}"}, {R"({"a":1})"});
+  expect_language(R"({"type": "object", "required": []})", {"{}", R"({"a":1})"}, {}, loose);
+  // Nested: a property that is the bare object is any object.
+  expect_language(R"({"properties": {"o": {"type": "object"}}, "required": ["o"]})",
+                  {R"({"o":{"k":[1]}})"}, {R"({"o":{},"p":1})"});
 }
 
 TEST(JsonSchema, Arrays) {
@@ -112,6 +121,16 @@ TEST(JsonSchema, Arrays) {
   expect_language(R"({"items": [{"type": "boolean"}], "additionalItems": false, "minItems": 1})",
                   {"[true]"}, {"[]", "[true,true]"});
   expect_language(R"({"type": "array", "maxItems": 0})", {"[]"}, {"[1]"});
+  // Strict (default, xgrammar's): absent items allow none past prefixItems, but in the bare
+  // {"type": "array"}; without strict, any.
+  expect_language(R"({"prefixItems": [{"type": "string"}]})", {"[]", "[\"a\"]"}, {"[\"a\",1]"});
+  expect_language(R"({"type": "array", "maxItems": 3})", {"[]"}, {"[1]"});
+  expect_language(R"({"type": "array", "description": "d"})", {"[]", "[1,[2]]"}, {});
+  JsonSchemaOptions loose;
+  loose.strict = false;
+  expect_language(R"({"prefixItems": [{"type": "string"}]})", {"[\"a\",1]", "[\"a\",{}]"}, {},
+                  loose);
+  expect_language(R"({"type": "array", "maxItems": 3})", {"[1,2,3]"}, {"[1,2,3,4]"}, loose);
 }
 
 TEST(JsonSchema, Combinators) {
@@ -182,8 +201,9 @@ TEST(JsonSchema, Whitespace) {
                   {"{\"a\":[1,\n2]}", R"({"a":  [1]})", " {\"a\":[]}", "{\"a\":[]} "});
   JsonSchemaOptions any;
   any.any_whitespace = true;
-  expect_language(s, {"{\n  \"a\": [\n    1,\n    2\n  ]\n}", R"({"a":[]})"},
-                  {"{\"a\":[]}\n", "{\"a\":[1 2]}"}, any);
+  // xgrammar's any_whitespace: runs of space, tab and newline (no \r) between tokens only.
+  expect_language(s, {"{\n  \"a\": [\n    1,\n    2\n  ]\n}", R"({"a":[]})", "{\t\"a\"\t:[ ]}"},
+                  {"{\"a\":[]}\n", "{\"a\":[1 2]}", "{\r\n\"a\":[]}", " {\"a\":[]}"}, any);
 }
 
 TEST(JsonSchema, StringLengthsCountCharacters) {

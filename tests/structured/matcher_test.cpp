@@ -16,6 +16,7 @@
 #include "structured/automaton.h"
 #include "structured/json_gbnf.h"
 #include "structured/regex_grammar.h"
+#include "structured/tool_grammar.h"
 #include "text/tokenizer.h"
 
 namespace vtllm::structured {
@@ -125,8 +126,11 @@ void check_masks_on_walks(const std::shared_ptr<const CompiledGrammar>& g, int w
 TEST(Matcher, MaskEqualsNaiveCheckOnSmallVocab) {
   std::vector<std::string> bytes;
   for (const std::string& s : all_strings("{}[]\":, a1\\e-", 2)) bytes.push_back(s);
-  for (const char* s : {"\"a\"", "true", "tr", "ue", "null", "\xC3\xA9", "\xC3", "\xA9",
-                        "\": ", "{\"", "\"}", "12", "0.5e-3", "\\u00", "\\n", "  \n"}) {
+  for (const char* s :
+       {"\"a\"", "true", "tr", "ue", "null", "\xC3\xA9", "\xC3", "\xA9", "\": ", "{\"", "\"}", "12",
+        "0.5e-3", "\\u00", "\\n", "  \n",
+        // plain-text subtrees (taken whole inside a string) and near misses
+        "hello world", "hello", "hell\"", "hello\\", "a b c", "a b\xc3\xa9", "~~~", "~~\x7f"}) {
     bytes.push_back(s);
   }
   bytes.push_back("");  // an id that is never allowed
@@ -136,6 +140,45 @@ TEST(Matcher, MaskEqualsNaiveCheckOnSmallVocab) {
   check_masks_on_walks(CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab), 30, 40, 1, 1);
   check_masks_on_walks(CompiledGrammar::compile(regex_to_grammar("(a|1){2,4}-?[\\[\\]]*"), vocab),
                        20, 10, 1, 2);
+}
+
+// The XML tool-call grammar (raw text values, whose states loop on markup text) over a
+// vocabulary of every single byte plus text runs that a walk may take whole and near
+// misses ('<' inside, UTF-8, controls): masks equal the naive check.
+TEST(Matcher, MaskEqualsNaiveCheckOnXmlToolCalls) {
+  std::vector<std::string> bytes;
+  for (int b = 1; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
+  for (const char* s : {"hello world",
+                        "hello\nworld",
+                        "x = \"a\\\\b\"",
+                        "a<b",
+                        "a <",
+                        "\t\tx",
+                        "</parameter>",
+                        "\n</parameter>\n",
+                        "<parameter=",
+                        "</function>",
+                        "<tool_call>",
+                        "</tool_call>",
+                        "caf\xc3\xa9",
+                        "ab\x01",
+                        "path",
+                        "src/",
+                        ".py",
+                        "\n\n",
+                        "  ",
+                        "</",
+                        "</p"}) {
+    bytes.push_back(s);
+  }
+  bytes.push_back("<|stop|>");
+  const TokenId stop = static_cast<TokenId>(bytes.size() - 1);
+  const TokenVocab vocab(bytes, {stop});
+  const ToolSpec spec{"write", nlohmann::ordered_json::parse(
+                                   R"({"type": "object", "properties": {"path": {"type": "string"},
+                                   "n": {"type": "integer"}}, "required": ["path"]})")};
+  const std::string gbnf = tool_call_gbnf(std::span(&spec, 1), ToolGrammarOptions{});
+  check_masks_on_walks(CompiledGrammar::compile(parse_gbnf(gbnf), vocab), 20, 60, 1, 5);
 }
 
 // Context-independent masks are keyed by the top of the stack, so nesting
@@ -276,6 +319,20 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
   for (size_t id = 0; id < bytes.size(); ++id) {
     EXPECT_EQ(seen[id], bytes[id].empty() || id == 7 ? 0 : 1) << id;
   }
+  // classes_below: the text classes holding every descendant edge's byte (brute force).
+  for (size_t i = 0; i < vocab.trie().size(); ++i) {
+    uint8_t classes = TokenVocab::kTextClasses;
+    for (size_t j = i + 1; j < static_cast<size_t>(vocab.trie()[i].subtree_end); ++j)
+      classes &= TokenVocab::text_classes(vocab.trie()[j].byte);
+    EXPECT_EQ(vocab.trie()[i].classes_below, classes) << i;
+  }
+  EXPECT_EQ(TokenVocab::text_classes('a'), TokenVocab::kJsonText | TokenVocab::kMarkupText);
+  EXPECT_EQ(TokenVocab::text_classes('"'), TokenVocab::kMarkupText);
+  EXPECT_EQ(TokenVocab::text_classes('\\'), TokenVocab::kMarkupText);
+  EXPECT_EQ(TokenVocab::text_classes('<'), TokenVocab::kJsonText);
+  EXPECT_EQ(TokenVocab::text_classes('\t'), TokenVocab::kMarkupText);
+  for (int b : {0x00, 0x0a, 0x1f, 0x7f, 0x80, 0xff})
+    EXPECT_EQ(TokenVocab::text_classes(uint8_t(b)), 0);
   size_t longest = 0;
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (id != 7) longest = std::max(longest, bytes[id].size());
@@ -300,7 +357,10 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabAlongRealJson) {
   const TokenId eot = *tok.token_to_id("<|endoftext|>");
   const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end, eot});
   ASSERT_EQ(vocab.size(), 151936u);
-  EXPECT_TRUE(vocab.bytes(*tok.token_to_id("<think>")).empty());  // added: never by bytes
+  // Added tokens: a non-special one is its text, a special one never matches text.
+  EXPECT_EQ(vocab.bytes(*tok.token_to_id("<think>")), "<think>");
+  EXPECT_EQ(vocab.bytes(*tok.token_to_id("<tool_call>")), "<tool_call>");
+  EXPECT_TRUE(vocab.bytes(*tok.token_to_id("<|im_start|>")).empty());
   EXPECT_EQ(vocab.bytes(*tok.token_to_id("\xC4\xA0world")), " world");
   auto g = CompiledGrammar::compile(parse_gbnf(kJsonGbnf), vocab);
   const std::string doc =

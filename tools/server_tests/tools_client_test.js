@@ -115,22 +115,44 @@ async function main() {
           typeof off.choices[0].message.content === 'string',
       'enable_thinking false: all content, no reasoning');
 
-  // Constrained: the random-weight model's output must satisfy the constraint.
+  // Constrained: the random-weight model's output must satisfy the constraint. With
+  // thinking off the prompt ends the reasoning, so the grammar holds from the first token.
+  // Compact JSON (structured_outputs.disable_any_whitespace, merged with response_format
+  // as vLLM does): vLLM's default lets a random model spend its tokens on whitespace.
+  const off_thinking = {chat_template_kwargs: {enable_thinking: false}};
+  const compact = {structured_outputs: {disable_any_whitespace: true}};
   const schema = {
     type: 'object',
     properties: {n: {type: 'integer', minimum: 0, maximum: 9}, e: {enum: ['x', 'y']}},
     required: ['n', 'e'],
     additionalProperties: false
   };
+  const validates = (text) => {
+    let obj = null;
+    try { obj = JSON.parse(text); } catch { /* not JSON */ }
+    return obj && Number.isInteger(obj.n) && obj.n >= 0 && obj.n <= 9 &&
+        ['x', 'y'].includes(obj.e) && Object.keys(obj).length === 2;
+  };
   const js = await client.chat.completions.create({
-    model: 'tiny', messages, max_tokens: 40, temperature: 0,
+    model: 'tiny', messages, max_tokens: 40, temperature: 0, ...off_thinking, ...compact,
     response_format: {type: 'json_schema', json_schema: {name: 'w', schema, strict: true}}
   });
-  let obj = null;
-  try { obj = JSON.parse(js.choices[0].message.content); } catch { /* checked below */ }
-  check(obj && Number.isInteger(obj.n) && obj.n >= 0 && obj.n <= 9 && ['x', 'y'].includes(obj.e) &&
-      Object.keys(obj).length === 2,
+  check(validates(js.choices[0].message.content),
       `json_schema output validates (${js.choices[0].message.content})`);
+  // Thinking on: the grammar starts after </think> (vLLM's order). A bias makes </think>
+  // the first token; after it the mask keeps it out and the content validates.
+  const think_end = (await (await fetch(process.env.VTLLM_URL + '/tokenize', {
+    method: 'POST',
+    headers: {'Content-Type': 'application/json', Authorization: 'Bearer ' + process.env.VTLLM_KEY},
+    body: JSON.stringify({model: 'tiny', prompt: '</think>'})
+  })).json()).tokens;
+  check(think_end.length === 1, '</think> is one token');
+  const thinking = await client.chat.completions.create({
+    model: 'tiny', messages, max_tokens: 40, temperature: 0, logit_bias: {[think_end[0]]: 100},
+    ...compact, response_format: {type: 'json_schema', json_schema: {name: 'w', schema}}
+  });
+  check(!thinking.choices[0].message.reasoning && validates(thinking.choices[0].message.content),
+      `json_schema after </think> validates (${JSON.stringify(thinking.choices[0].message)})`);
   const modeTool = {
     type: 'function',
     function: {
@@ -140,6 +162,7 @@ async function main() {
   };
   const forced = await client.chat.completions.create({
     model: 'tiny', messages, max_tokens: 200, temperature: 0, tools: [modeTool, ...tools],
+    ...off_thinking,
     tool_choice: {type: 'function', function: {name: 'set_mode'}}
   });
   const fc = forced.choices[0].message.tool_calls ?? [];
