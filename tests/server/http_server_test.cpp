@@ -167,6 +167,11 @@ TEST(HttpServer, StatsLineReportsThroughputOnlyWhenBusy) {
   auto r = s.client()->Post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 5})",
                             "application/json");
   ASSERT_TRUE(r);
+  // The engine's stats are as of its last iteration, which may end after the reply.
+  for (int i = 0; i < 500 && (s.service().engine_stats().num_running != 0 ||
+                              s.service().engine_stats().num_waiting != 0);
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const std::optional<std::string> line = logger.tick();
   ASSERT_TRUE(line.has_value());
   EXPECT_NE(line->find("avg prompt throughput "), std::string::npos) << *line;

@@ -89,7 +89,8 @@ fi
 if [[ " $parts " == *" so "* ]]; then
   # A person record: nested object, array, integer, a pattern; no extra keys.
   schema='{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"address":{"type":"object","properties":{"city":{"type":"string"},"zip":{"type":"string","pattern":"^[0-9]{5}$"}},"required":["city","zip"],"additionalProperties":false}},"required":["name","age","tags","address"],"additionalProperties":false}'
-  json_body="{\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"person\", \"schema\": $schema}}}"
+  # Compact JSON: under vLLM's default whitespace rule random weights fill the output with spaces.
+  json_body="{\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"person\", \"schema\": $schema}}, \"structured_outputs\": {\"disable_any_whitespace\": true}}"
   if serve "$OUT/so.server.log" --max-model-len 1024; then
     for run in free-1 json-1 free-2 json-2; do
       extra='{}'
