@@ -6,6 +6,9 @@
 // weights of the experts the routing touched (counted on the host from the ids), x, the
 // routing, and out written; the GB/s column is against the 4.3 TB/s copy ceiling (the
 // brief's 4.26), the TFLOP/s column (2 T k 3 I H) against the 790 dense bf16 peak.
+// moe_experts_shared (the block's routed and shared experts, Is 512) at T = 1..16, graph
+// replays, with KernelConfig::moe_gemv on (the two GEMV kernels) and off (the
+// composition: moe_experts twice, the gate, the add); bytes add the shared expert.
 // Routings: "uniform" (each token k distinct experts uniformly at random: a dummy
 // router; T = 64 touches ~223 of 256) and "skewed" (k distinct experts drawn with
 // probability ~ 1 / (rank + 1), a Zipf-like router: fewer experts, heavier ones).
@@ -22,6 +25,7 @@
 #include "cuda_bench.h"
 #include "vt/cuda/api.h"
 #include "vt/cuda/moe.h"
+#include "vt/ops/moe.h"
 
 namespace {
 
@@ -76,6 +80,39 @@ void bench_shape(int64_t T, bool skewed, const vt::Tensor& gate_up, const vt::Te
   }
 }
 
+void bench_shared(int64_t T, bool skewed, const vt::Tensor& gate_up, const vt::Tensor& down,
+                  const vt::Tensor& flush) {
+  vt::Stream& s = *g_gpu;
+  constexpr int64_t kIs = 512;
+  const std::vector<int32_t> ids_host = routing(T, skewed, 17 + uint64_t(T));
+  const int64_t touched = int64_t(std::set<int32_t>(ids_host.begin(), ids_host.end()).size());
+  vt::Tensor ids = vt::to_device(s, vtbench::i32(ids_host).view({T, kK}), s.device());
+  vt::Tensor w = rand_gpu({T, kK}, vt::DType::kBF16, 0.1f, 3);
+  vt::Tensor x = rand_gpu({T, kH}, vt::DType::kBF16, 1.0f, 5);
+  vt::Tensor sgu = rand_gpu({1, 2 * kIs, kH}, vt::DType::kBF16, 0.02f, 6);
+  vt::Tensor sdn = rand_gpu({1, kH, kIs}, vt::DType::kBF16, 0.04f, 7);
+  vt::Tensor sg = rand_gpu({1, kH}, vt::DType::kBF16, 0.02f, 8);
+  vt::Tensor out = vt::Tensor::empty({T, kH}, vt::DType::kBF16, s.device());
+  const double bytes = double(touched * 3 * kI * kH + 3 * kIs * kH + kH) * 2 +
+                       double(T * kH) * 2 * 2 + double(T * kK) * 6;
+  const double flops = 2.0 * double(T) * double(kK * 3 * kI * kH + 3 * kIs * kH);
+  for (bool fused : {true, false})
+    vtbench::with_kernels(
+        [&](vt::KernelConfig& k) { k.moe_gemv = fused ? vt::Toggle::kOn : vt::Toggle::kOff; },
+        [&] {
+          auto op = [&] { vt::moe_experts_shared(s, x, gate_up, down, ids, w, sgu, sdn, sg, out); };
+          op();  // eager first: attributes and scratch outside the capture
+          s.begin_capture();
+          op();
+          vt::cuda::GraphExecPtr graph = s.end_capture();
+          row(std::string("moe_experts_shared graph ") + (fused ? "gemv" : "composed") + " T " +
+                  std::to_string(T) + (skewed ? " skewed" : " uniform") + " (" +
+                  std::to_string(touched) + " experts, " +
+                  std::to_string(vt::Stream::graph_kernel_nodes(*graph)) + " kernels)",
+              time_ms([&] { s.replay(*graph); }, &flush), bytes, flops);
+        });
+}
+
 void bench_route(int64_t T) {
   vt::Stream& s = *g_gpu;
   vt::Tensor logits = rand_gpu({T, kE}, vt::DType::kBF16, 1.0f, 9);
@@ -100,5 +137,7 @@ int main() {
   for (int64_t T : {1, 8, 32, 64, 512, 4096}) bench_route(T);
   for (bool skewed : {false, true})
     for (int64_t T : {1, 8, 32, 64, 512, 4096}) bench_shape(T, skewed, gate_up, down, flush);
+  for (bool skewed : {false, true})
+    for (int64_t T : {1, 2, 4, 8, 16}) bench_shared(T, skewed, gate_up, down, flush);
   return 0;
 }

@@ -43,6 +43,10 @@ struct KernelConfig {
   // most two waves of resident CTAs), wherever the shape allows, or never (the op
   // sequence; the same bytes either way).
   Toggle gdn_fused = Toggle::kAuto;
+  // VTLLM_MOE_GEMV=auto|1|0: moe_experts_shared's two GEMV kernels (vt/cuda/moe/
+  // shared_gemv.cu) up to the measured bound of 4 tokens, up to 16 (their limit), or never
+  // (the composition: moe_experts twice, the gate, the sum).
+  Toggle moe_gemv = Toggle::kAuto;
   // VTLLM_ATTN_DECODE=mma|cuda_cores.
   AttnDecodeKernel attn_decode = AttnDecodeKernel::kTensorCores;
   // VTLLM_GDN_DECODE=rows|warp.

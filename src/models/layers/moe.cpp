@@ -1,7 +1,5 @@
 #include "models/layers/moe.h"
 
-#include "vt/ops/activation.h"
-#include "vt/ops/fill.h"
 #include "vt/ops/gemm.h"
 #include "vt/ops/moe.h"
 #include "vt/profile.h"
@@ -37,18 +35,8 @@ void SparseMoeBlock::forward(vt::Stream& s, const vt::Tensor& x, vt::Tensor& out
   vt::Tensor weights = vt::Tensor::empty({T, top_k_}, dt, dev);
   vt::moe_route(s, logits, top_k_, ids, weights);
   if (vt::Profiler* p = vt::Profiler::of(s)) p->note_routing(s, ids, experts_);  // count_experts
-  vt::Tensor routed = vt::Tensor::empty({T, hidden_}, dt, dev);
-  vt::moe_experts(s, x, gate_up_, down_, ids, weights, routed);
-
-  // The shared expert as expert 0 of a one-expert block, weighted by its sigmoid gate.
-  vt::Tensor gate = vt::Tensor::empty({T, 1}, dt, dev);
-  vt::linear(s, x, shared_gate_, gate);
-  vt::sigmoid(s, gate, gate);
-  vt::Tensor zero_ids = vt::Tensor::empty({T, 1}, vt::DType::kI32, dev);
-  vt::zero(s, zero_ids);
-  vt::Tensor shared = vt::Tensor::empty({T, hidden_}, dt, dev);
-  vt::moe_experts(s, x, shared_gate_up_, shared_down_, zero_ids, gate, shared);
-  vt::add(s, routed, shared, out);
+  vt::moe_experts_shared(s, x, gate_up_, down_, ids, weights, shared_gate_up_, shared_down_,
+                         shared_gate_, out);
 }
 
 }  // namespace vtllm::models

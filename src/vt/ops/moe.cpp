@@ -2,7 +2,10 @@
 #include "vt/ops/moe.h"
 
 #include "vt/cpu/moe.h"
+#include "vt/ops/activation.h"
 #include "vt/ops/args.h"
+#include "vt/ops/fill.h"
+#include "vt/ops/gemm.h"
 #include "vt/profile.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/moe.h"
@@ -25,6 +28,34 @@ void expect_routing(const Tensor& ids, const Tensor& weights, const char* op, in
   expect_shape(weights, op, "topk_weights", {T, k});
   expect_contiguous(ids, op, "topk_ids");
   expect_contiguous(weights, op, "topk_weights");
+}
+
+// moe_experts' arguments (shapes, dtypes, contiguity, devices, aliasing) under `op`.
+void check_experts(const Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
+                   const Tensor& topk_ids, const Tensor& topk_weights, const Tensor& out,
+                   const char* op) {
+  expect_dtype(x, op, "x", kActDTypes);
+  VT_CHECK(x.dim() == 2, op, ": x ", x.str(), " must be [tokens, hidden]");
+  const int64_t T = x.size(0), H = x.size(1);
+  expect_dtype(out, op, "out", {x.dtype()});
+  expect_shape(out, op, "out", {T, H});
+  expect_dtype(gate_up, op, "gate_up", {DType::kF32, DType::kBF16});
+  expect_dtype(down, op, "down", {DType::kF32, DType::kBF16});
+  VT_CHECK(
+      gate_up.dim() == 3 && gate_up.size(1) % 2 == 0 && gate_up.size(1) > 0 && gate_up.size(2) == H,
+      op, ": gate_up ", gate_up.str(), " must be [experts, 2 * intermediate, ", H, "]");
+  const int64_t E = gate_up.size(0), I = gate_up.size(1) / 2;
+  VT_CHECK(E > 0, op, ": gate_up ", gate_up.str(), " has no experts");
+  expect_shape(down, op, "down", {E, H, I});
+  VT_CHECK(topk_ids.dim() == 2 && topk_ids.size(1) >= 1, op, ": topk_ids ", topk_ids.str(),
+           " must be [tokens, k]");
+  expect_routing(topk_ids, topk_weights, op, T, topk_ids.size(1));
+  for (const auto& [t, name] :
+       {std::pair{&x, "x"}, {&gate_up, "gate_up"}, {&down, "down"}, {&out, "out"}})
+    expect_contiguous(*t, op, name);
+  expect_device(s, op, {&x, &gate_up, &down, &topk_ids, &topk_weights, &out});
+  expect_no_alias(x, out, op, "x");
+  expect_no_alias(topk_weights, out, op, "topk_weights");
 }
 
 }  // namespace
@@ -55,28 +86,8 @@ void moe_experts(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor
                  const Tensor& topk_ids, const Tensor& topk_weights, Tensor& out) {
   OpScope prof(s, "moe_experts");
   const char* op = "moe_experts";
-  expect_dtype(x, op, "x", kActDTypes);
-  VT_CHECK(x.dim() == 2, op, ": x ", x.str(), " must be [tokens, hidden]");
-  const int64_t T = x.size(0), H = x.size(1);
-  expect_dtype(out, op, "out", {x.dtype()});
-  expect_shape(out, op, "out", {T, H});
-  expect_dtype(gate_up, op, "gate_up", {DType::kF32, DType::kBF16});
-  expect_dtype(down, op, "down", {DType::kF32, DType::kBF16});
-  VT_CHECK(
-      gate_up.dim() == 3 && gate_up.size(1) % 2 == 0 && gate_up.size(1) > 0 && gate_up.size(2) == H,
-      op, ": gate_up ", gate_up.str(), " must be [experts, 2 * intermediate, ", H, "]");
-  const int64_t E = gate_up.size(0), I = gate_up.size(1) / 2;
-  VT_CHECK(E > 0, op, ": gate_up ", gate_up.str(), " has no experts");
-  expect_shape(down, op, "down", {E, H, I});
-  VT_CHECK(topk_ids.dim() == 2 && topk_ids.size(1) >= 1, op, ": topk_ids ", topk_ids.str(),
-           " must be [tokens, k]");
-  expect_routing(topk_ids, topk_weights, op, T, topk_ids.size(1));
-  for (const auto& [t, name] :
-       {std::pair{&x, "x"}, {&gate_up, "gate_up"}, {&down, "down"}, {&out, "out"}})
-    expect_contiguous(*t, op, name);
-  expect_device(s, op, {&x, &gate_up, &down, &topk_ids, &topk_weights, &out});
-  expect_no_alias(x, out, op, "x");
-  expect_no_alias(topk_weights, out, op, "topk_weights");
+  check_experts(s, x, gate_up, down, topk_ids, topk_weights, out, op);
+  const int64_t T = x.size(0), E = gate_up.size(0);
   if (T == 0) return;
   if (s.device().is_cpu()) {
     const int32_t* ids = topk_ids.data<int32_t>();
@@ -90,6 +101,54 @@ void moe_experts(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor
 #else
   no_backend(op, s.device());
 #endif
+}
+
+void moe_experts_shared(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
+                        const Tensor& topk_ids, const Tensor& topk_weights,
+                        const Tensor& shared_gate_up, const Tensor& shared_down,
+                        const Tensor& shared_gate, Tensor& out) {
+  OpScope prof(s, "moe_experts_shared");
+  const char* op = "moe_experts_shared";
+  check_experts(s, x, gate_up, down, topk_ids, topk_weights, out, op);
+  const int64_t T = x.size(0), H = x.size(1);
+  expect_dtype(shared_gate_up, op, "shared_gate_up", {DType::kF32, DType::kBF16});
+  expect_dtype(shared_down, op, "shared_down", {DType::kF32, DType::kBF16});
+  expect_dtype(shared_gate, op, "shared_gate", {DType::kF32, DType::kBF16});
+  VT_CHECK(
+      shared_gate_up.dim() == 3 && shared_gate_up.size(0) == 1 && shared_gate_up.size(1) % 2 == 0 &&
+          shared_gate_up.size(1) > 0 && shared_gate_up.size(2) == H,
+      op, ": shared_gate_up ", shared_gate_up.str(), " must be [1, 2 * intermediate, ", H, "]");
+  const int64_t Is = shared_gate_up.size(1) / 2;
+  expect_shape(shared_down, op, "shared_down", {1, H, Is});
+  expect_shape(shared_gate, op, "shared_gate", {1, H});
+  for (const auto& [t, name] : {std::pair{&shared_gate_up, "shared_gate_up"},
+                                {&shared_down, "shared_down"},
+                                {&shared_gate, "shared_gate"}})
+    expect_contiguous(*t, op, name);
+  expect_device(s, op, {&shared_gate_up, &shared_down, &shared_gate});
+  for (const auto& [t, name] : {std::pair{&shared_gate_up, "shared_gate_up"},
+                                {&shared_down, "shared_down"},
+                                {&shared_gate, "shared_gate"}})
+    expect_no_alias(*t, out, op, name);
+  if (T == 0) return;
+#if VTLLM_WITH_CUDA
+  if (!s.device().is_cpu() &&
+      cuda::moe_experts_shared(s, x, gate_up, down, topk_ids, topk_weights, shared_gate_up,
+                               shared_down, shared_gate, out))
+    return;
+#endif
+  const DType dt = x.dtype();
+  const Device dev = x.device();
+  Tensor routed = Tensor::empty({T, H}, dt, dev);
+  moe_experts(s, x, gate_up, down, topk_ids, topk_weights, routed);
+  Tensor gate = Tensor::empty({T, 1}, dt, dev);
+  linear(s, x, shared_gate, gate);
+  sigmoid(s, gate, gate);
+  Tensor zero_ids = Tensor::empty({T, 1}, DType::kI32, dev);
+  zero(s, zero_ids);
+  Tensor shared = Tensor::empty({T, H}, dt, dev);
+  moe_experts(s, x, shared_gate_up, shared_down, zero_ids, gate, shared);
+  add(s, routed, shared, out);
 }
 
 }  // namespace vt

@@ -35,4 +35,20 @@ void moe_route(Stream& s, const Tensor& logits, int64_t k, Tensor& topk_ids, Ten
 void moe_experts(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
                  const Tensor& topk_ids, const Tensor& topk_weights, Tensor& out);
 
+// The block's routed experts plus its gated shared expert (qwen3_5.md §9.2), one op so a
+// backend can fuse them. shared_gate_up [1, 2Is, H], shared_down [1, H, Is] (a one-expert
+// stack), shared_gate [1, H]; the rest as moe_experts. Per token t:
+//   routed = moe_experts(x, gate_up, down, topk_ids, topk_weights)[t]
+//   g      = R(sigmoid(F(R(x[t] . shared_gate[0]))))
+//   shared = the one expert's SwiGLU at weight g, as moe_experts rounds it:
+//            R(F(R(hid_s . shared_down[0]^T)) * F(g))
+//   out[t] = R(F(routed) + F(shared))
+// Every backend computes it as that composition (linear, sigmoid, moe_experts twice,
+// add) except CUDA for decode batches (KernelConfig::moe_gemv): two GEMV kernels with the
+// same rounding points.
+void moe_experts_shared(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
+                        const Tensor& topk_ids, const Tensor& topk_weights,
+                        const Tensor& shared_gate_up, const Tensor& shared_down,
+                        const Tensor& shared_gate, Tensor& out);
+
 }  // namespace vt

@@ -583,6 +583,207 @@ TEST(CudaMoe, GraphCaptureOfRouteAndExperts) {
   }
 }
 
+// ---------------------------------------------------------------- experts + shared expert
+
+// A moe_experts_shared problem: the routed experts, the shared expert as a one-expert
+// problem whose routing weight is the token's gate g, and the gate row.
+struct SharedProblem {
+  Problem routed, shared;   // shared: E 1, k 1, w[t] = g (the gate after sigmoid, rounded)
+  std::vector<float> gate;  // [H]
+};
+
+// Exact inputs (as exact_problem) with a gate row (v, 0, ...): x[t] . gate = v exactly
+// (x[t][0] = 1), v where sigmoid's bf16 rounding is unambiguous, so g is determined.
+SharedProblem exact_shared_problem(int64_t T, int64_t H, int64_t E, int64_t I, int64_t Is,
+                                   int64_t k, uint64_t seed) {
+  SharedProblem p{exact_problem(T, H, E, I, k, false, seed),
+                  exact_problem(T, H, 1, Is, 1, false, seed + 7919),
+                  {}};
+  p.shared.x = p.routed.x;
+  std::vector<float> safe;
+  for (float v = -4.0f; v <= 4.0f; v += 1.0f / 32) {
+    const double sg = 1.0 / (1.0 + std::exp(-double(v)));
+    if (round_bf16(sg * (1.0 + 0x1p-16)) == round_bf16(sg * (1.0 - 0x1p-16))) safe.push_back(v);
+  }
+  const float v = safe[size_t(seed % safe.size())];
+  p.gate.assign(size_t(H), 0.0f);
+  p.gate[0] = v;
+  const float g = round_bf16(1.0 / (1.0 + std::exp(-double(v))));
+  std::fill(p.shared.w.begin(), p.shared.w.end(), g);
+  return p;
+}
+
+SharedProblem random_shared_problem(int64_t T, int64_t H, int64_t E, int64_t I, int64_t Is,
+                                    int64_t k, uint64_t seed) {
+  SharedProblem p{random_problem(T, H, E, I, k, DType::kBF16, false, seed),
+                  random_problem(T, H, 1, Is, 1, DType::kBF16, false, seed + 7919),
+                  {}};
+  p.shared.x = p.routed.x;
+  std::mt19937_64 rng(seed + 1);
+  std::normal_distribution<float> nd(0.0f, 1.0f / std::sqrt(float(H)));
+  p.gate.resize(size_t(H));
+  for (float& f : p.gate) f = round_bf16(nd(rng));
+  for (int64_t t = 0; t < T; ++t) {  // the shared expert's weight: its token's gate
+    double d = 0;
+    for (int64_t h = 0; h < H; ++h) d += double(p.routed.x[size_t(t * H + h)]) * p.gate[size_t(h)];
+    p.shared.w[size_t(t)] = round_bf16(1.0 / (1.0 + std::exp(-double(round_bf16(d)))));
+  }
+  return p;
+}
+
+// out rows of `tokens` by the contract: R(F(routed) + F(shared)).
+std::vector<float> shared_reference(const SharedProblem& p, const std::vector<int64_t>& tokens) {
+  const std::vector<float> r = experts_reference(p.routed, tokens, DType::kBF16);
+  const std::vector<float> sh = experts_reference(p.shared, tokens, DType::kBF16);
+  std::vector<float> out(r.size());
+  for (size_t i = 0; i < r.size(); ++i) out[i] = round_bf16(double(r[i]) + double(sh[i]));
+  return out;
+}
+
+// The gate row as a [1, H] bf16 host tensor.
+Tensor gate_tensor(Stream& cpu, const SharedProblem& p) {
+  Tensor f = Tensor::empty({1, p.routed.H}, DType::kF32);
+  std::copy(p.gate.begin(), p.gate.end(), f.data<float>());
+  return to_dtype(cpu, f, DType::kBF16);
+}
+
+// moe_experts_shared in bf16 on the CPU arm.
+Tensor shared_on_cpu(Stream& cpu, const SharedProblem& p) {
+  const HostInputs h = host_inputs(cpu, p.routed, DType::kBF16);
+  const HostInputs sh = host_inputs(cpu, p.shared, DType::kBF16);
+  Tensor out = Tensor::empty({p.routed.T, p.routed.H}, DType::kBF16);
+  moe_experts_shared(cpu, h.x, h.gate_up, h.down, h.ids, h.w, sh.gate_up, sh.down,
+                     gate_tensor(cpu, p), out);
+  return out;
+}
+
+// moe_experts_shared in bf16 on the GPU under `moe_gemv` (out NaN-poisoned first).
+Tensor run_shared(Streams& s, const SharedProblem& p, Toggle moe_gemv) {
+  const HostInputs h = host_inputs(s.cpu, p.routed, DType::kBF16);
+  const HostInputs sh = host_inputs(s.cpu, p.shared, DType::kBF16);
+  cudatest::ScopedKernels kernels(s.gpu, [&](KernelConfig& c) { c.moe_gemv = moe_gemv; });
+  Tensor out = cudatest::poisoned_gpu(s, {p.routed.T, p.routed.H}, DType::kBF16);
+  moe_experts_shared(s.gpu, s.up(h.x), s.up(h.gate_up), s.up(h.down), s.up(h.ids), s.up(h.w),
+                     s.up(sh.gate_up), s.up(sh.down), s.up(gate_tensor(s.cpu, p)), out);
+  return out;
+}
+
+std::string shared_name(const SharedProblem& p) {
+  return shape_name(p.routed) + " Is " + std::to_string(p.shared.I);
+}
+
+// The premise of the exact shared tests, without a GPU: on these inputs the CPU arm (the
+// composition) equals the reference byte for byte.
+TEST(CudaMoeExpertsShared, ExactInputsMakeTheCpuArmEqualTheReference) {
+  Stream cpu(Device::cpu());
+  uint64_t seed = 1100;
+  for (const auto& [T, H, E, I, Is, k] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>{3, 128, 16, 64, 32, 4},
+        {2, 136, 256, 40, 24, 8},
+        {1, 2048, 16, 512, 512, 8}}) {
+    const SharedProblem p = exact_shared_problem(T, H, E, I, Is, k, seed++);
+    const std::vector<int64_t> tokens = checked_tokens(T);
+    const std::vector<float> want = shared_reference(p, tokens);
+    Tensor arm_t = to_dtype(cpu, shared_on_cpu(cpu, p), DType::kF32);
+    std::vector<float> arm;
+    for (int64_t t : tokens)
+      arm.insert(arm.end(), arm_t.data<float>() + t * p.routed.H,
+                 arm_t.data<float>() + (t + 1) * p.routed.H);
+    ASSERT_EQ(want.size(), arm.size());
+    EXPECT_TRUE(std::memcmp(want.data(), arm.data(), want.size() * sizeof(float)) == 0)
+        << shared_name(p);
+  }
+}
+
+// The fused decode kernels (moe_gemv on: up to 16 tokens) and the composition (off) both
+// give the reference's bytes, at the 35B-A3B expert shape, odd tiny ones (Is != I, H
+// not a multiple of 64, k 1) and T 1..16.
+TEST(CudaMoeExpertsShared, FusedAndComposedExactAtEveryRoundingPoint) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  uint64_t seed = 1200;
+  struct Shape5 {
+    int64_t H, E, I, Is, k;
+  };
+  for (const Shape5& c :
+       {Shape5{2048, 16, 512, 512, 8}, Shape5{128, 16, 64, 32, 4}, Shape5{136, 256, 40, 24, 8},
+        Shape5{64, 16, 16, 48, 1}, Shape5{72, 8, 24, 8, 5}})
+    for (int64_t T : {1, 2, 3, 4, 16}) {
+      const SharedProblem p = exact_shared_problem(T, c.H, c.E, c.I, c.Is, c.k, seed++);
+      const std::vector<int64_t> tokens = checked_tokens(T);
+      const std::vector<float> want = shared_reference(p, tokens);
+      for (Toggle t : {Toggle::kOn, Toggle::kOff}) {
+        const std::vector<float> got = host_floats(s, run_shared(s, p, t));
+        EXPECT_TRUE(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0)
+            << shared_name(p) << (t == Toggle::kOn ? " fused" : " composed");
+      }
+    }
+}
+
+// Random inputs within the bf16 tolerance of moe_experts' random test, fused and composed.
+TEST(CudaMoeExpertsShared, RandomMatchesReferenceAndTheCpuArm) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  uint64_t seed = 1300;
+  for (int64_t T : {1, 4, 16})
+    for (const auto& [H, E, I, Is, k] :
+         {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{2048, 64, 512, 512, 8},
+          {256, 16, 128, 64, 4},
+          {200, 16, 96, 40, 3}}) {
+      const SharedProblem p = random_shared_problem(T, H, E, I, Is, k, seed++);
+      const std::vector<float> want = shared_reference(p, checked_tokens(T));
+      Tensor wt = Tensor::empty({int64_t(want.size())}, DType::kF32);
+      std::copy(want.begin(), want.end(), wt.data<float>());
+      const Tensor cpu = shared_on_cpu(s.cpu, p);
+      for (Toggle t : {Toggle::kOn, Toggle::kOff}) {
+        const std::string what = shared_name(p) + (t == Toggle::kOn ? " fused" : " composed");
+        const Tensor got = run_shared(s, p, t);
+        cudatest::expect_close(s, wt, to_dtype(s.cpu, s.down(got), DType::kF32),
+                               cudatest::kBf16ChainRel, 1.0 / 64, what);
+        cudatest::expect_close(s, cpu, got, cudatest::kBf16ChainRel, 1.0 / 64,
+                               what + " vs the CPU arm");
+      }
+    }
+}
+
+// The fused path is two kernels in a captured graph where the composition takes ten,
+// and a replay computes what the eager call does; under auto it is taken at T <= 4 only.
+TEST(CudaMoeExpertsShared, CapturedFusedStepIsTwoKernels) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  auto nodes = [&](int64_t T, Toggle t, bool check_replay) {
+    const SharedProblem p = random_shared_problem(T, 256, 16, 128, 64, 4, 1400 + uint64_t(T));
+    const HostInputs h = host_inputs(s.cpu, p.routed, DType::kBF16);
+    const HostInputs sh = host_inputs(s.cpu, p.shared, DType::kBF16);
+    Tensor x = s.up(h.x), gu = s.up(h.gate_up), dn = s.up(h.down), ids = s.up(h.ids), w = s.up(h.w),
+           sgu = s.up(sh.gate_up), sdn = s.up(sh.down), g = s.up(gate_tensor(s.cpu, p));
+    Tensor out = cudatest::poisoned_gpu(s, {T, p.routed.H}, DType::kBF16);
+    cudatest::ScopedKernels kernels(s.gpu, [&](KernelConfig& c) { c.moe_gemv = t; });
+    moe_experts_shared(s.gpu, x, gu, dn, ids, w, sgu, sdn, g, out);  // eager first
+    const std::vector<uint8_t> eager = host_bytes(s, out);
+    s.gpu.synchronize();
+    s.gpu.begin_capture();
+    moe_experts_shared(s.gpu, x, gu, dn, ids, w, sgu, sdn, g, out);
+    cuda::GraphExecPtr graph = s.gpu.end_capture();
+    const int64_t n = Stream::graph_kernel_nodes(*graph);
+    if (check_replay) {
+      copy(s.gpu, cudatest::poisoned_gpu(s, {T, p.routed.H}, DType::kBF16), out);
+      s.gpu.replay(*graph);
+      EXPECT_EQ(host_bytes(s, out), eager) << "T " << T << ": the replay differs";
+    }
+    graph.reset();
+    s.gpu.synchronize();
+    return n;
+  };
+  EXPECT_EQ(nodes(1, Toggle::kOn, true), 2);
+  EXPECT_EQ(nodes(16, Toggle::kOn, true), 2);
+  EXPECT_EQ(nodes(4, Toggle::kAuto, false), 2);
+  EXPECT_GT(nodes(5, Toggle::kAuto, false), 2);
+  EXPECT_GT(nodes(17, Toggle::kOn, false), 2);
+  EXPECT_GT(nodes(1, Toggle::kOff, true), 2);
+  cuda::release_graph_pool(0);
+}
+
 #endif  // VTLLM_WITH_CUDA
 
 }  // namespace

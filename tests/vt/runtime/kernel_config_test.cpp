@@ -13,9 +13,9 @@ namespace vt {
 namespace {
 
 // Every variable KernelConfig::from_env reads or refuses.
-const char* const kVariables[] = {"VTLLM_PDL",         "VTLLM_GEMM_SKINNY", "VTLLM_GDN_FUSED",
-                                  "VTLLM_ATTN_DECODE", "VTLLM_GDN_DECODE",  "VTLLM_GEMM_PDL",
-                                  "VTLLM_GDN_PREFILL"};
+const char* const kVariables[] = {"VTLLM_PDL",      "VTLLM_GEMM_SKINNY", "VTLLM_GDN_FUSED",
+                                  "VTLLM_MOE_GEMV", "VTLLM_ATTN_DECODE", "VTLLM_GDN_DECODE",
+                                  "VTLLM_GEMM_PDL", "VTLLM_GDN_PREFILL"};
 
 // Clears the kernel variables for the test and restores what the process had after it
 // (the test binary may run under a switch).
@@ -62,9 +62,12 @@ TEST_F(KernelConfigEnv, UnsetIsTheShippedDefault) {
   EXPECT_EQ(c.pdl, Toggle::kAuto);
   EXPECT_EQ(c.gemm_skinny, Toggle::kAuto);
   EXPECT_EQ(c.gdn_fused, Toggle::kAuto);
+  EXPECT_EQ(c.moe_gemv, Toggle::kAuto);
   EXPECT_EQ(c.attn_decode, AttnDecodeKernel::kTensorCores);
   EXPECT_EQ(c.gdn_decode, GdnDecodeKernel::kRows);
-  EXPECT_EQ(c.str(), "pdl=auto gemm_skinny=auto gdn_fused=auto attn_decode=mma gdn_decode=rows");
+  EXPECT_EQ(c.str(),
+            "pdl=auto gemm_skinny=auto gdn_fused=auto moe_gemv=auto attn_decode=mma "
+            "gdn_decode=rows");
 }
 
 TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
@@ -83,6 +86,8 @@ TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
        [](const KernelConfig& c) { EXPECT_EQ(c.gemm_skinny, Toggle::kOff); }},
       {"VTLLM_GDN_FUSED", "1", [](const KernelConfig& c) { EXPECT_EQ(c.gdn_fused, Toggle::kOn); }},
       {"VTLLM_GDN_FUSED", "0", [](const KernelConfig& c) { EXPECT_EQ(c.gdn_fused, Toggle::kOff); }},
+      {"VTLLM_MOE_GEMV", "1", [](const KernelConfig& c) { EXPECT_EQ(c.moe_gemv, Toggle::kOn); }},
+      {"VTLLM_MOE_GEMV", "0", [](const KernelConfig& c) { EXPECT_EQ(c.moe_gemv, Toggle::kOff); }},
       {"VTLLM_ATTN_DECODE", "mma",
        [](const KernelConfig& c) { EXPECT_EQ(c.attn_decode, AttnDecodeKernel::kTensorCores); }},
       {"VTLLM_ATTN_DECODE", "cuda_cores",
@@ -103,6 +108,7 @@ TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
     if (std::string(k.name) == "VTLLM_PDL") rest.pdl = d.pdl;
     if (std::string(k.name) == "VTLLM_GEMM_SKINNY") rest.gemm_skinny = d.gemm_skinny;
     if (std::string(k.name) == "VTLLM_GDN_FUSED") rest.gdn_fused = d.gdn_fused;
+    if (std::string(k.name) == "VTLLM_MOE_GEMV") rest.moe_gemv = d.moe_gemv;
     if (std::string(k.name) == "VTLLM_ATTN_DECODE") rest.attn_decode = d.attn_decode;
     if (std::string(k.name) == "VTLLM_GDN_DECODE") rest.gdn_decode = d.gdn_decode;
     EXPECT_EQ(rest, d);
@@ -119,6 +125,7 @@ TEST_F(KernelConfigEnv, RejectsOtherValuesNamingTheVariableAndTheAcceptedOnes) {
   for (const Case& k :
        {Case{"VTLLM_PDL", "yes", "auto, 1, 0"}, Case{"VTLLM_PDL", "", "auto, 1, 0"},
         Case{"VTLLM_GEMM_SKINNY", "2", "auto, 1, 0"}, Case{"VTLLM_GDN_FUSED", "on", "auto, 1, 0"},
+        Case{"VTLLM_MOE_GEMV", "yes", "auto, 1, 0"},
         Case{"VTLLM_ATTN_DECODE", "tc", "mma, cuda_cores"},
         Case{"VTLLM_GDN_DECODE", "Rows", "rows, warp"}}) {
     setenv(k.name, k.value, 1);
