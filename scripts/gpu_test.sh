@@ -12,8 +12,8 @@
 # go to $OUT (gpu_test_logs.tgz and gpu_test_summary.txt) when it is set. Exit status:
 # 0 only if the build and every test passed.
 #
-# Environment: DEB_DIR (.deb), VTLLM_PREFIX (/tmp/vtllm-prefix), BUILD_DIR
-# (/tmp/vtllm-build), JOBS (16), VTLLM_CUDA (ON), GTEST_FILTER (all tests),
+# Environment: DEB_DIR (.deb; with PREBUILT its runtime packages alone suffice),
+# VTLLM_PREFIX (/tmp/vtllm-prefix), BUILD_DIR (/tmp/vtllm-build), JOBS (16), VTLLM_CUDA (ON), GTEST_FILTER (all tests),
 # SHARDS (8: vt_tests runs as that many gtest shards in parallel; its CUDA cases are
 # independent and long; the other binaries run whole, one at a time, because engine and
 # model tests size their caches from the GPU's free memory), BENCH=1 (also run
@@ -120,7 +120,14 @@ if [ -f "${PREBUILT:-}" ]; then
   elif [ -n "$src" ] && [ "$(realpath "$src")" != "$root" ]; then
     echo "warning: the tests read fixtures from $src, which exists and is not this tree"
   fi
+  # The build path compiled into capi_tests (it dlopens libvtllm.so from there).
+  bdir=$(cat "$build/build_dir" 2>/dev/null || true)
+  if [ -n "$bdir" ] && [ ! -e "$bdir" ]; then
+    mkdir -p "$(dirname "$bdir")" && ln -s "$build" "$bdir" && echo "linked $bdir -> $build"
+  fi
   ls "$build"/tests/*_tests >/dev/null 2>&1 || die "$PREBUILT holds no tests/*_tests"
+  # The archive's libvtllm.so (capi_tests): its build's rpath does not exist here.
+  export LD_LIBRARY_PATH="$build:$LD_LIBRARY_PATH"
 elif [ "${PREBUILT:-0}" = 1 ]; then
   say "PREBUILT=1: running the binaries in $build as they are"
   ls "$build"/tests/*_tests >/dev/null 2>&1 || die "PREBUILT=1 but $build/tests holds no *_tests"

@@ -8,9 +8,11 @@
 # -DVTLLM_CUDA_ARCHS=90a -DVTLLM_VIDEO=OFF (the GPU machine has no libav, so binaries
 # that need it would not start there); it is built first (ninja, only what the archive holds). The
 # archive (default .gl/prebuilt.tar.xz, an ignored path that `run`'s carry can take)
-# holds tests/*_tests, vtllm and bench/cuda_*_bench in the build's layout (stripped), plus
+# holds tests/*_tests, vtllm, libvtllm.so and bench/cuda_*_bench in the build's layout
+# (stripped), plus
 # `source_dir`: the source path compiled into the tests (VTLLM_SOURCE_DIR), where they
-# read their fixtures; gpu_test.sh links it to its own tree when it is absent there.
+# read their fixtures; gpu_test.sh links it to its own tree when it is absent there, and
+# `build_dir` (the path capi_tests dlopens libvtllm.so from) to the unpacked build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cuda}
@@ -24,16 +26,18 @@ grep -q '^VTLLM_VIDEO:STRING=OFF' "$build/CMakeCache.txt" ||
 targets=$(ninja -C "$build" -t targets all |
   sed -n 's#^\(tests/[a-z_]*_tests\|bench/cuda_[a-z_]*_bench\): .*#\1#p' | sort -u)
 # shellcheck disable=SC2086
-ninja -C "$build" vtllm $targets >&2
+ninja -C "$build" vtllm vtllm_capi $targets >&2
 mkdir -p "$(dirname "$archive")"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/tests" "$stage/bench"
 cp "$build"/tests/*_tests "$stage/tests/"
 cp "$build/vtllm" "$stage/"
+cp -P "$build"/libvtllm.so* "$stage/"  # the C API's library, which capi_tests loads
 cp "$build"/bench/cuda_*_bench "$stage/bench/"
 sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" > "$stage/source_dir"
-strip --strip-unneeded "$stage"/tests/* "$stage"/bench/* "$stage/vtllm"
+sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$build/CMakeCache.txt" > "$stage/build_dir"
+strip --strip-unneeded "$stage"/tests/* "$stage"/bench/* "$stage/vtllm" "$stage"/libvtllm.so.*
 # Every binary holds the same CUDA fatbin: a dictionary spanning them all packs ~3x smaller.
 tar -cf - -C "$stage" . | xz -T1 --lzma2=preset=9,dict=512MiB > "$archive"
 echo "pack_prebuilt: $archive ($(du -h "$archive" | cut -f1)), tests compiled for source $(cat "$stage/source_dir")"

@@ -44,7 +44,7 @@ struct KernelConfig {
   // sequence; the same bytes either way).
   Toggle gdn_fused = Toggle::kAuto;
   // VTLLM_MOE_GEMV=auto|1|0: moe_experts_shared's two GEMV kernels (vt/cuda/moe/
-  // shared_gemv.cu) up to the measured bound of 4 tokens, up to 16 (their limit), or never
+  // shared_gemv.cu) up to the measured bound of 8 tokens, up to 16 (their limit), or never
   // (the composition: moe_experts twice, the gate, the sum).
   Toggle moe_gemv = Toggle::kAuto;
   // VTLLM_ATTN_DECODE=mma|cuda_cores.

@@ -93,7 +93,7 @@ TEST_P(ProfiledStep, NamesEveryLayersOpsAndFitsInTheStep) {
       EXPECT_TRUE(mixer.count("gated_delta_rule_chunked"));
     }
     const std::set<std::string>& f = seen[{ffn, i}];
-    EXPECT_TRUE(f.count(t.moe ? "moe_experts" : "silu_and_mul"));
+    EXPECT_TRUE(f.count(t.moe ? "moe_experts_shared" : "silu_and_mul"));
     EXPECT_TRUE(f.count("add_rms_norm"));
   }
   // Nothing is named with a layer the model does not have, and the ends are there.

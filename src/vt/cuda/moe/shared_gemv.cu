@@ -32,7 +32,7 @@ constexpr int kWarps = 8;              // columns per block, a warp each
 constexpr int kUnroll = 4;             // up: 16-byte chunks per lane per row in flight
 constexpr int kExpertsInFlight = 4;    // down: experts' rows in flight, 2 chunks per lane each
 constexpr int kMaxTokens = 16;         // the most tokens the path takes
-constexpr int kAutoMaxTokens = 4;      // the measured rule's bound (docs/KERNELS.md)
+constexpr int kAutoMaxTokens = 8;      // the measured rule's bound (docs/KERNELS.md)
 constexpr int kSmemBudget = 48 << 10;  // the default dynamic shared memory limit
 
 __device__ __forceinline__ float dot8(const uint4& a, const uint4& b) {
