@@ -23,7 +23,5 @@ bool moe_experts_shared(Stream& s, const Tensor& x, const Tensor& gate_up, const
                         const Tensor& topk_ids, const Tensor& topk_weights,
                         const Tensor& shared_gate_up, const Tensor& shared_down,
                         const Tensor& shared_gate, const Tensor& out);
-// The most tokens the fused path takes under a KernelConfig::moe_gemv setting.
-int moe_gemv_max_tokens(Toggle moe_gemv);
 
 }  // namespace vt::cuda

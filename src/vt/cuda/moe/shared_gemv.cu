@@ -192,11 +192,10 @@ __global__ void __launch_bounds__(kWarps* kWarp) down_kernel(DownArgs a) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
-}  // namespace
+// The most tokens the path takes under a KernelConfig::moe_gemv setting.
+int max_tokens(Toggle t) { return t == Toggle::kOff ? 0 : t == Toggle::kOn ? kMaxTokens : kAutoMaxTokens; }
 
-int moe_gemv_max_tokens(Toggle t) {
-  return t == Toggle::kOff ? 0 : t == Toggle::kOn ? kMaxTokens : kAutoMaxTokens;
-}
+}  // namespace
 
 bool moe_experts_shared(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
                         const Tensor& topk_ids, const Tensor& topk_weights,
@@ -205,7 +204,7 @@ bool moe_experts_shared(Stream& s, const Tensor& x, const Tensor& gate_up, const
   const int64_t T = x.size(0), H = x.size(1), I = gate_up.size(1) / 2;
   const int64_t Is = shared_gate_up.size(1) / 2, k = topk_ids.size(1);
   StreamState& st = s.cuda_state();
-  if (T > moe_gemv_max_tokens(st.kernels->moe_gemv)) return false;
+  if (T > max_tokens(st.kernels->moe_gemv)) return false;
   for (const Tensor* t : {&x, &gate_up, &down, &shared_gate_up, &shared_down, &shared_gate, &out})
     if (t->dtype() != DType::kBF16 || !aligned16(t->data_ptr())) return false;
   if (H % 8 != 0 || I % 8 != 0 || Is % 8 != 0) return false;
