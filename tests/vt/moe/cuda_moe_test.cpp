@@ -366,6 +366,16 @@ void expect_exact(Streams& s, const Problem& p) {
       << shape_name(p) << ": the CUDA and CPU arms differ";
 }
 
+// Rows `tokens` of an [*, H] CPU tensor, as f32, concatenated.
+std::vector<float> token_rows(Stream& cpu, const Tensor& t, const std::vector<int64_t>& tokens,
+                              int64_t H) {
+  const Tensor f = to_dtype(cpu, t, DType::kF32);
+  std::vector<float> rows;
+  for (int64_t r : tokens)
+    rows.insert(rows.end(), f.data<float>() + r * H, f.data<float>() + (r + 1) * H);
+  return rows;
+}
+
 // The premise of the exact tests, checked without a GPU: on these inputs the CPU arm
 // (f32 sums in order) and the reference (double sums) agree byte for byte, at every
 // shape the GPU tests use them.
@@ -383,10 +393,7 @@ TEST(CudaMoeExperts, ExactInputsMakeTheCpuArmEqualTheReference) {
     const HostInputs h = host_inputs(cpu, p, DType::kBF16);
     Tensor out = Tensor::empty({p.T, p.H}, DType::kBF16);
     moe_experts(cpu, h.x, h.gate_up, h.down, h.ids, h.w, out);
-    out = to_dtype(cpu, out, DType::kF32);
-    std::vector<float> arm;
-    for (int64_t t : tokens)
-      arm.insert(arm.end(), out.data<float>() + t * p.H, out.data<float>() + (t + 1) * p.H);
+    const std::vector<float> arm = token_rows(cpu, out, tokens, p.H);
     ASSERT_EQ(want.size(), arm.size());
     EXPECT_TRUE(std::memcmp(want.data(), arm.data(), want.size() * sizeof(float)) == 0)
         << shape_name(p);
@@ -684,11 +691,7 @@ TEST(CudaMoeExpertsShared, ExactInputsMakeTheCpuArmEqualTheReference) {
     const SharedProblem p = exact_shared_problem(T, H, E, I, Is, k, seed++);
     const std::vector<int64_t> tokens = checked_tokens(T);
     const std::vector<float> want = shared_reference(p, tokens);
-    Tensor arm_t = to_dtype(cpu, shared_on_cpu(cpu, p), DType::kF32);
-    std::vector<float> arm;
-    for (int64_t t : tokens)
-      arm.insert(arm.end(), arm_t.data<float>() + t * p.routed.H,
-                 arm_t.data<float>() + (t + 1) * p.routed.H);
+    const std::vector<float> arm = token_rows(cpu, shared_on_cpu(cpu, p), tokens, p.routed.H);
     ASSERT_EQ(want.size(), arm.size());
     EXPECT_TRUE(std::memcmp(want.data(), arm.data(), want.size() * sizeof(float)) == 0)
         << shared_name(p);
