@@ -200,7 +200,9 @@ int32_t argmax(const std::vector<float>& v) {
   return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
-// Greedy decoding of case `c` with `embeds`; returns the tokens. With `check`, every
+// Greedy decoding of case `c` with `embeds`; returns the tokens. `max_rel` (if set)
+// takes the largest error of the oracle's reported logits, relative to the step's top
+// one, over the steps whose context still equals the oracle's. With `check`, every
 // token must equal the oracle's and every reported logit be within kRelTol.
 std::vector<int32_t> greedy(Fixture& f, const json& c, const InputEmbeddings& embeds, bool check,
                             double* max_rel) {
@@ -217,8 +219,9 @@ std::vector<int32_t> greedy(Fixture& f, const json& c, const InputEmbeddings& em
   MropeRunner run(*f.model, f.s);
   std::vector<float> logits = run.step(ids, pos3, embeds.rows.empty() ? nullptr : &embeds);
   std::vector<int32_t> out;
+  bool same_context = true;
   for (size_t step = 0; step < cont.size(); ++step) {
-    if (check) {
+    if (max_rel && same_context) {
       double scale = 0;
       for (const auto& v : c["top_logits"][step])
         scale = std::max(scale, std::abs(v.get<double>()));
@@ -227,12 +230,15 @@ std::vector<int32_t> greedy(Fixture& f, const json& c, const InputEmbeddings& em
                                   c["top_logits"][step][i].get<double>()) /
                          scale;
         *max_rel = std::max(*max_rel, d);
-        EXPECT_LE(d, kRelTol) << what << " step " << step << " logit of id "
-                              << c["top_ids"][step][i];
+        if (check) {
+          EXPECT_LE(d, kRelTol) << what << " step " << step << " logit of id "
+                                << c["top_ids"][step][i];
+        }
       }
     }
     const int32_t tok = argmax(logits);
     out.push_back(tok);
+    same_context = same_context && tok == cont[step];
     if (check && tok != cont[step]) {
       ADD_FAILURE() << what << " step " << step << ": token " << tok << ", the oracle's "
                     << cont[step] << " (oracle margin " << c["margins"][step] << ")";
@@ -378,8 +384,13 @@ TEST_P(VisionFixture, GreedyMatchesOracleEndToEnd) {
               name().c_str(), cases, max_rel);
 }
 
-TEST_P(VisionFixture, ZeroFeaturesChangeTheTokens) {
+// A tower that returns zeros fails the strict gate on every case: its logits are off by
+// far more than kRelTol while the context is still the oracle's. And on most tokens of at
+// least one case per fixture (a tiny random model often repeats one token, so a case's
+// tokens may hinge on a single decision; the oracle's inverted-pixels run is printed).
+TEST_P(VisionFixture, ZeroFeaturesFailTheGate) {
   Fixture f(dir());
+  int most_changed = 0;
   for (const auto& c : f.ref["cases"]) {
     const std::string case_name = c["name"].get<std::string>();
     vt::Tensor image = features_or_empty(f, case_name + ".image_features");
@@ -388,19 +399,20 @@ TEST_P(VisionFixture, ZeroFeaturesChangeTheTokens) {
       if (t->defined()) std::fill(t->data<float>(), t->data<float>() + t->numel(), 0.0f);
     const InputEmbeddings e = placeholder_embeds(c["ids"].get<std::vector<int32_t>>(),
                                                  f.ref["vision_token_ids"], image, video);
-    const std::vector<int32_t> got = greedy(f, c, e, false, nullptr);
+    double rel = 0;
+    const std::vector<int32_t> got = greedy(f, c, e, false, &rel);
     const auto want = c["continuation"].get<std::vector<int32_t>>();
     int changed = 0;
     for (size_t i = 0; i < want.size(); ++i) changed += got[i] != want[i];
-    // Most of them (the fixture is seed-selected so inverted pixels change most, too).
-    EXPECT_GE(changed, int(want.size()) / 2)
-        << case_name << ": zero features keep the oracle's tokens";
+    most_changed = std::max(most_changed, changed);
+    EXPECT_GE(rel, 100 * kRelTol) << case_name << ": zero features keep the oracle's logits";
     std::printf(
-        "[vl fixture] %s: %s: zero features change %d of %zu tokens (inverted pixels in the "
-        "oracle: %d)\n",
-        name().c_str(), case_name.c_str(), changed, want.size(),
+        "[vl fixture] %s: %s: zero features: logit error %.3g, %d of %zu tokens changed "
+        "(inverted pixels in the oracle: %d)\n",
+        name().c_str(), case_name.c_str(), rel, changed, want.size(),
         c["inverted"]["tokens_changed"].get<int>());
   }
+  EXPECT_GE(most_changed, f.ref["steps"].get<int>() / 2) << "zero features keep the tokens of every case";
 }
 
 // ---- the bf16 gate (the CUDA backend's; its check runs on the CPU's bf16 path too)
