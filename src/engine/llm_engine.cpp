@@ -108,7 +108,7 @@ void LlmEngine::add_request(const std::string& id, std::vector<int32_t> prompt,
     r->eos_token_ids = config_.eos_token_ids;
     if (params.constraint) {
       try {
-        r->constraint = params.constraint();
+        r->constraint = params.constraint(prompt);
       } catch (const std::exception& e) {
         VT_THROW("request '", id, "': its constraint could not be made: ", e.what());
       }

@@ -39,8 +39,9 @@ class StartAfterToken : public TokenConstraint {
 
 ConstraintFactory start_after_token(ConstraintFactory inner, int32_t start_token) {
   VT_CHECK(inner != nullptr, "start_after_token: no inner constraint factory");
-  return [inner = std::move(inner), start_token]() -> std::shared_ptr<TokenConstraint> {
-    std::shared_ptr<TokenConstraint> c = inner();
+  return [inner = std::move(inner),
+          start_token](std::span<const int32_t> prompt) -> std::shared_ptr<TokenConstraint> {
+    std::shared_ptr<TokenConstraint> c = inner(prompt);
     VT_CHECK(c != nullptr, "start_after_token: the inner factory gave null");
     return std::make_shared<StartAfterToken>(std::move(c), start_token);
   };

@@ -33,9 +33,11 @@ class TokenConstraint {
   virtual bool terminated() const = 0;
 };
 
-// Makes a fresh constraint for one sample of a request (n > 1 calls it n times), on the
-// thread that adds the request; may throw (the request is refused).
-using ConstraintFactory = std::function<std::shared_ptr<TokenConstraint>()>;
+// Makes a fresh constraint for one sample of a request from its prompt ids (n > 1 calls
+// it n times, a request of several prompts once per prompt and sample), on the thread
+// that adds the request; may throw (the request is refused).
+using ConstraintFactory =
+    std::function<std::shared_ptr<TokenConstraint>(std::span<const int32_t> prompt)>;
 
 // `inner`'s constraints, each starting after the first sampled `start_token` (vLLM's
 // structured-output gate at the end of the reasoning: StructuredOutputManager's

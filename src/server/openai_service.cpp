@@ -347,7 +347,7 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
     // vLLM's order: with a reasoning parser, the grammar applies after the reasoning.
     if (constraint && config_.reasoning_parser) {
       if (const std::optional<ReasoningTokenIds> tags = reasoning_token_ids(tokenizer_))
-        constraint = after_reasoning(std::move(constraint), *tags, spec.prompts, prompt_param);
+        constraint = after_reasoning(std::move(constraint), *tags);
     }
     int64_t longest = 0;
     for (const auto& p : spec.prompts) {

@@ -99,25 +99,19 @@ std::shared_ptr<const structured::CompiledGrammar> StructuredCompiler::compile_t
 
 engine::ConstraintFactory StructuredCompiler::factory(
     std::shared_ptr<const structured::CompiledGrammar> grammar) {
-  return [g = std::move(grammar)]() -> std::shared_ptr<engine::TokenConstraint> {
+  return [g = std::move(grammar)](
+             std::span<const int32_t>) -> std::shared_ptr<engine::TokenConstraint> {
     return std::make_shared<GrammarConstraint>(g);
   };
 }
 
 engine::ConstraintFactory after_reasoning(engine::ConstraintFactory constraint,
-                                          const ReasoningTokenIds& tags,
-                                          std::span<const std::vector<int32_t>> prompts,
-                                          const std::string& param) {
-  size_t ended = 0;
-  for (const std::vector<int32_t>& p : prompts) ended += prompt_ids_end_reasoning(p, tags);
-  if (ended == prompts.size()) return constraint;
-  if (ended != 0) {
-    throw ApiError::bad_request(
-        param, str_cat("'", param, "': with a reasoning parser, a structured output starts after ",
-                       "the reasoning, and these prompts differ in whether they already end it; ",
-                       "send them in separate requests"));
-  }
-  return engine::start_after_token(std::move(constraint), tags.end);
+                                          const ReasoningTokenIds& tags) {
+  engine::ConstraintFactory gated = engine::start_after_token(constraint, tags.end);
+  return [constraint = std::move(constraint), gated = std::move(gated),
+          tags](std::span<const int32_t> prompt) {
+    return prompt_ids_end_reasoning(prompt, tags) ? constraint(prompt) : gated(prompt);
+  };
 }
 
 void GrammarConstraint::fill_bitmask(std::span<uint32_t> words) {

@@ -60,16 +60,13 @@ class StructuredCompiler {
 };
 
 // A request's constraint under a reasoning parser, in vLLM's order (its structured-output
-// manager's reasoning gate): the constraint applies to what follows the reasoning. A
-// prompt that already ended the reasoning (prompt_ids_end_reasoning: enable_thinking
-// false) is constrained from the first output token; any other prompt, one without tags
-// included, generates freely until its first </think>, and the constraint applies from the
-// token after it. Prompts of one request that differ in this are an ApiError 400 naming
-// `param` (one factory serves them all).
+// manager's reasoning gate, decided per prompt): the constraint applies to what follows
+// the reasoning. A prompt that already ended the reasoning (prompt_ids_end_reasoning:
+// enable_thinking false) is constrained from the first output token; any other prompt,
+// one without tags included, generates freely until its first </think>, and the
+// constraint applies from the token after it.
 engine::ConstraintFactory after_reasoning(engine::ConstraintFactory constraint,
-                                          const ReasoningTokenIds& tags,
-                                          std::span<const std::vector<int32_t>> prompts,
-                                          const std::string& param);
+                                          const ReasoningTokenIds& tags);
 
 // One sample's position in a compiled grammar, as the engine's TokenConstraint. Not
 // thread-safe (the engine calls one request's constraint in turn).

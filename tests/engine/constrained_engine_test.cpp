@@ -182,7 +182,7 @@ TEST(ConstrainedEngine, MaskedRowsObeyAndOthersAreUnchanged) {
     SamplingParams p =
         params(i % 2 ? 0.8f : 0.0f, 20, i % 2 ? std::optional<uint64_t>(50 + i) : std::nullopt);
     const int k = 2 + i % 2, r = i / 2;
-    p.constraint = [k, r] { return std::make_shared<EveryKth>(k, r); };
+    p.constraint = [k, r](std::span<const int32_t>) { return std::make_shared<EveryKth>(k, r); };
     mixed.push_back({"c" + std::to_string(i), prompt(2 + i), p});
   }
   // The greedy every-2nd row by another path: allowed_token_ids (a token_mask row).
@@ -219,7 +219,7 @@ TEST(ConstrainedEngine, SequenceThenTerminateEndsWithStop) {
   std::vector<Req> reqs;
   for (float temp : {0.0f, 1.0f}) {
     SamplingParams p = params(temp, 30);
-    p.constraint = [seq] { return std::make_shared<Sequence>(seq); };
+    p.constraint = [seq](std::span<const int32_t>) { return std::make_shared<Sequence>(seq); };
     p.n = 2;
     reqs.push_back({temp == 0 ? "greedy" : "sampled", prompt(3), p});
   }
@@ -245,7 +245,9 @@ TEST(ConstrainedEngine, FaultsEndTheRequestWithAnError) {
                {"throw", Faulty::kThrow, 3, "toy constraint gave up"}};
   for (const auto& c : cases) {
     SamplingParams p = params(0.7f, 12, 3);
-    p.constraint = [how = c.how] { return std::make_shared<Faulty>(how, 3); };
+    p.constraint = [how = c.how](std::span<const int32_t>) {
+      return std::make_shared<Faulty>(how, 3);
+    };
     reqs.push_back({c.id, prompt(1), p});
   }
   const RunResult r = run(reqs);
@@ -279,13 +281,15 @@ TEST(ConstrainedEngine, GatedConstraintStartsAfterItsToken) {
   while (std::find(seq.begin(), seq.end(), forced) != seq.end() || forced == f[0]) ++forced;
 
   SamplingParams gated = params(0.0f, 30);
-  gated.constraint = start_after_token([seq] { return std::make_shared<Sequence>(seq); }, gate);
+  gated.constraint = start_after_token(
+      [seq](std::span<const int32_t>) { return std::make_shared<Sequence>(seq); }, gate);
   SamplingParams never = params(0.0f, 20);
-  never.constraint =
-      start_after_token([] { return std::make_shared<Faulty>(Faulty::kThrow, 0); }, absent);
+  never.constraint = start_after_token(
+      [](std::span<const int32_t>) { return std::make_shared<Faulty>(Faulty::kThrow, 0); }, absent);
   SamplingParams biased = params(0.0f, 30);
   biased.logit_bias = {{forced, 100.0f}};
-  biased.constraint = start_after_token([seq] { return std::make_shared<Sequence>(seq); }, forced);
+  biased.constraint = start_after_token(
+      [seq](std::span<const int32_t>) { return std::make_shared<Sequence>(seq); }, forced);
   const RunResult r = run(
       {{"gated", prompt(6), gated}, {"never", prompt(6), never}, {"biased", prompt(7), biased}});
 
@@ -305,7 +309,9 @@ TEST(ConstrainedEngine, GatedConstraintStartsAfterItsToken) {
 TEST(ConstrainedEngine, AFailingFactoryRefusesTheRequest) {
   EngineConfig cfg;
   SamplingParams p;
-  p.constraint = []() -> std::shared_ptr<TokenConstraint> { VT_THROW("bad schema"); };
+  p.constraint = [](std::span<const int32_t>) -> std::shared_ptr<TokenConstraint> {
+    VT_THROW("bad schema");
+  };
   const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3_5-tiny-r2";
   cfg.kv_cache.block_size = 4;
   cfg.kv_cache.num_blocks = 64;

@@ -347,7 +347,8 @@ std::pair<std::map<std::string, std::vector<int32_t>>, std::vector<float>> run_e
     if (i == 3) p.logprobs = 3;
     // Masks through the engine: a constraint (ids = 1 mod 3, raw logprobs see it),
     // allowed_token_ids, bad_words.
-    if (i == 3) p.constraint = [] { return std::make_shared<OneModThree>(); };
+    if (i == 3)
+      p.constraint = [](std::span<const int32_t>) { return std::make_shared<OneModThree>(); };
     if (i == 4) {
       p.allowed_token_ids.emplace();
       for (int32_t t = 0; t < 400; t += 2) p.allowed_token_ids->push_back(t);

@@ -179,7 +179,7 @@ TEST(StructuredConstraint, ForcedToolCallsParseWithValidArguments) {
 
 // after_reasoning per prompt: a prompt that ended the reasoning gets the grammar from its
 // first token; an open one (or one without tags) gets every token until </think>, which
-// is free, then the grammar; prompts that disagree are a 400.
+// is free, then the grammar. One factory serves prompts that differ in this.
 TEST(StructuredConstraint, AfterReasoningGatesPerPrompt) {
   StructuredOutput so;
   so.kind = StructuredOutput::Kind::kChoice;
@@ -195,14 +195,12 @@ TEST(StructuredConstraint, AfterReasoningGatesPerPrompt) {
   const std::vector<uint32_t> all(n, ~0u);
   ASSERT_NE(grammar_mask, all);
 
-  const std::vector<std::vector<int32_t>> just_closed = {closed, closed};
-  auto from_start = after_reasoning(StructuredCompiler::factory(g), tags, just_closed, "prompt")();
-  from_start->fill_bitmask(mask);
+  const engine::ConstraintFactory gated = after_reasoning(StructuredCompiler::factory(g), tags);
+  gated(closed)->fill_bitmask(mask);
   EXPECT_EQ(mask, grammar_mask);
 
   for (const auto& p : {open, none}) {
-    const std::vector<std::vector<int32_t>> prompts = {p};
-    auto c = after_reasoning(StructuredCompiler::factory(g), tags, prompts, "prompt")();
+    auto c = gated(p);
     for (int32_t t : ids("free text, even no")) {
       c->fill_bitmask(mask);
       EXPECT_EQ(mask, all);
@@ -218,9 +216,9 @@ TEST(StructuredConstraint, AfterReasoningGatesPerPrompt) {
     EXPECT_TRUE(c->accept(4098));
     EXPECT_TRUE(c->terminated());
   }
-  const std::vector<std::vector<int32_t>> mixed = {closed, none};
-  EXPECT_API_ERROR(after_reasoning(StructuredCompiler::factory(g), tags, mixed, "prompt"), 400,
-                   "prompt", "invalid_value");
+  // The closed prompt after the open ones: still constrained from its first token.
+  gated(closed)->fill_bitmask(mask);
+  EXPECT_EQ(mask, grammar_mask);
 }
 
 TEST(StructuredConstraint, UnsupportedSchemasAreA400NamingTheField) {

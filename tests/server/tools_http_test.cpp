@@ -457,6 +457,32 @@ TEST(ToolsHttp, ConstraintsStartAfterTheReasoning) {
   const std::string text = c["choices"][0]["text"];
   EXPECT_TRUE(text == "free words </think>alpha" || text == "free words </think>beta") << text;
   EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
+
+  // Prompts of one request that differ in the gate, each decided on its own ids (vLLM
+  // runs each prompt as a request of its own): token-id prompts of equal length, one
+  // ending the reasoning, one with the </think> swapped for other text.
+  std::vector<int32_t> closed = cs.tokenizer().encode("<think>\n\n</think>\n\nAnswer:", false);
+  std::vector<int32_t> open = closed;
+  const std::vector<int32_t> end_tag = cs.tokenizer().encode("</think>", false);
+  ASSERT_EQ(end_tag.size(), 1u);
+  const auto at = std::find(open.begin(), open.end(), end_tag[0]);
+  ASSERT_NE(at, open.end());
+  *at = cs.tokenizer().encode("x", false)[0];
+  script->start = int64_t(closed.size());
+  const json mixed = post(cs, "/v1/completions",
+                          json({{"prompt", {closed, open}},
+                                {"max_tokens", 40},
+                                {"temperature", 0},
+                                {"guided_choice", {"alpha", "beta"}}}));
+  ASSERT_EQ(mixed["choices"].size(), 2u) << mixed.dump();
+  for (const json& ch : mixed["choices"]) {
+    const std::string t = ch["text"];
+    if (ch["index"] == 0)
+      EXPECT_TRUE(t == "alpha" || t == "beta") << t;
+    else
+      EXPECT_TRUE(t == "free words </think>alpha" || t == "free words </think>beta") << t;
+    EXPECT_EQ(ch["finish_reason"], "stop") << mixed.dump();
+  }
 }
 
 TEST(ToolsHttp, ToolsAndThinkingSwitchReachTheTemplate) {
