@@ -77,7 +77,37 @@ constexpr const char* kUsage =
     "                                (Qwen3.5/3.6 XML), hermes (Qwen3 JSON)\n"
     "  --enable-auto-tool-choice     allow tool_choice \"auto\" (needs --tool-call-parser)\n"
     "  --reasoning-parser NAME       <think> reasoning in chat replies: qwen3, deepseek_r1\n"
+    "  --structured-outputs-config JSON  vLLM's, e.g. '{\"disable_any_whitespace\": true}':\n"
+    "                                backend (auto, xgrammar), disable_any_whitespace,\n"
+    "                                enable_in_reasoning, reasoning_parser, ...; or one key as\n"
+    "                                --structured-outputs-config.KEY VALUE\n"
     "  (--max-num-seqs defaults to 256)\n";
+
+constexpr const char* kSoFlag = "structured-outputs-config";
+constexpr const char* kSoKeys[] = {"backend",
+                                   "disable_fallback",
+                                   "disable_any_whitespace",
+                                   "disable_additional_properties",
+                                   "reasoning_parser",
+                                   "reasoning_parser_plugin",
+                                   "enable_in_reasoning"};
+
+// --structured-outputs-config's JSON with each --structured-outputs-config.KEY VALUE over
+// it (a VALUE that parses as a JSON boolean is one, any other a string), as vLLM's CLI.
+server::StructuredOutputsConfig structured_outputs_config(const Args& args) {
+  nlohmann::json j = nlohmann::json::object();
+  if (const std::optional<std::string> t = args.get(kSoFlag)) {
+    j = nlohmann::json::parse(*t, nullptr, false);
+    if (!j.is_object()) return server::parse_structured_outputs_config(*t);  // its error
+  }
+  for (const char* k : kSoKeys) {
+    if (const std::optional<std::string> v = args.get(str_cat(kSoFlag, ".", k))) {
+      const nlohmann::json b = nlohmann::json::parse(*v, nullptr, false);
+      j[k] = b.is_boolean() ? b : nlohmann::json(*v);
+    }
+  }
+  return server::parse_structured_outputs_config(j.dump());
+}
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -187,6 +217,8 @@ int cmd_serve(int argc, char** argv) {
                         "tool-call-parser",
                         "reasoning-parser"})
     value_flags.emplace_back(f);
+  value_flags.emplace_back(kSoFlag);
+  for (const char* k : kSoKeys) value_flags.push_back(str_cat(kSoFlag, ".", k));
   std::vector<std::string> bool_flags = model_bool_flags();
   bool_flags.emplace_back("help");
   bool_flags.emplace_back("allow-credentials");
@@ -247,6 +279,12 @@ int cmd_serve(int argc, char** argv) {
     reasoning_parser = server::reasoning_format_from_name(*p);
     if (!reasoning_parser) VT_THROW("--reasoning-parser '", *p, "': expected qwen3 or deepseek_r1");
   }
+  const server::StructuredOutputsConfig so_config = structured_outputs_config(args);
+  if (so_config.reasoning_parser) {
+    if (reasoning_parser && *reasoning_parser != *so_config.reasoning_parser)
+      VT_THROW("--reasoning-parser and --structured-outputs-config's reasoning_parser differ");
+    reasoning_parser = so_config.reasoning_parser;
+  }
   const engine::EngineArgs flags = model_flags_from_args(args, dir, 256);
   raise_open_file_limit();
   // A busy port fails now, not after the model loaded.
@@ -303,6 +341,7 @@ int cmd_serve(int argc, char** argv) {
   sc.tool_call_parser = tool_parser;
   sc.enable_auto_tool_choice = auto_tools;
   sc.reasoning_parser = reasoning_parser;
+  sc.structured_outputs = so_config;
   sc.eos_token_ids = ec.eos_token_ids;
   sc.sampling_defaults = server::SamplingDefaults::from_generation_config(setup.generation_config);
   if (!sc.sampling_defaults.empty())

@@ -220,8 +220,11 @@ engine::ConstraintFactory OpenAiService::constraint_for(const GenerationRequest&
         chat->tool_choice == ToolChoice::kRequired && chat->parallel_tool_calls,
         *config_.tool_call_parser));
   }
-  if (gen.structured)
-    return StructuredCompiler::factory(structured_compiler().compile(*gen.structured));
+  if (gen.structured) {
+    StructuredOutput so = *gen.structured;
+    if (!so.any_whitespace) so.any_whitespace = !config_.structured_outputs.disable_any_whitespace;
+    return StructuredCompiler::factory(structured_compiler().compile(so));
+  }
   return {};
 }
 
@@ -344,8 +347,9 @@ OpenAiService::Started OpenAiService::generate(bool chat, std::string_view body)
       for (auto& p : spec.prompts)
         if (p.size() > k) p.erase(p.begin(), p.end() - ptrdiff_t(k));
     }
-    // vLLM's order: with a reasoning parser, the grammar applies after the reasoning.
-    if (constraint && config_.reasoning_parser) {
+    // vLLM's order: with a reasoning parser, the grammar applies after the reasoning
+    // (unless --structured-outputs-config's enable_in_reasoning).
+    if (constraint && config_.reasoning_parser && !config_.structured_outputs.enable_in_reasoning) {
       if (const std::optional<ReasoningTokenIds> tags = reasoning_token_ids(tokenizer_))
         constraint = after_reasoning(std::move(constraint), *tags);
     }

@@ -42,6 +42,8 @@ struct ServiceConfig {
   std::optional<ToolCallFormat> tool_call_parser;
   bool enable_auto_tool_choice = false;
   std::optional<ReasoningFormat> reasoning_parser;
+  // --structured-outputs-config (its reasoning_parser is folded into the one above).
+  StructuredOutputsConfig structured_outputs;
   // The ids that end a generation (the engine's EOS), allowed by a grammar where it
   // may end; empty: the tokenizer's EOS.
   std::vector<int32_t> eos_token_ids;

@@ -267,7 +267,7 @@ std::optional<StructuredOutput> parse_structured(const JsonFields& f) {
     bad_field("structured_outputs",
               "names no constraint (one of json, regex, choice, grammar, json_object)");
   if (found.empty()) return std::nullopt;
-  if (any_whitespace) found[0].any_whitespace = *any_whitespace;
+  found[0].any_whitespace = any_whitespace;
   return found[0];
 }
 

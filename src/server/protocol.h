@@ -64,8 +64,9 @@ struct StructuredOutput {
   std::string grammar;               // kGrammar: GBNF / EBNF text
   // response_format.json_schema.strict: accepted; the grammar is strict either way (vLLM).
   bool strict = false;
-  // JSON whitespace between tokens (false: structured_outputs.disable_any_whitespace).
-  bool any_whitespace = true;
+  // JSON whitespace between tokens (false: structured_outputs.disable_any_whitespace;
+  // unset: the server's --structured-outputs-config, whose default is true).
+  std::optional<bool> any_whitespace;
   std::string param;                 // the field it came from ("structured_outputs.json")
 };
 

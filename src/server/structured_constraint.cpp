@@ -22,11 +22,60 @@ namespace {
 structured::JsonSchemaOptions schema_options(const StructuredOutput& so) {
   structured::JsonSchemaOptions o;
   o.strict = true;
-  o.any_whitespace = so.any_whitespace;
+  o.any_whitespace = so.any_whitespace.value_or(true);
   return o;
 }
 
 }  // namespace
+
+StructuredOutputsConfig parse_structured_outputs_config(std::string_view json_text) {
+  constexpr const char* kFlag = "--structured-outputs-config";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception&) {
+    VT_THROW(kFlag, ": '", json_text,
+             "' is not JSON (expected e.g. '{\"disable_any_whitespace\": ", "true}')");
+  }
+  if (!j.is_object()) VT_THROW(kFlag, ": expected a JSON object, got '", json_text, "'");
+  StructuredOutputsConfig c;
+  const auto boolean = [&](const std::string& k, const nlohmann::json& v) {
+    if (!v.is_boolean()) VT_THROW(kFlag, ": '", k, "' must be true or false, got ", v.dump());
+    return v.get<bool>();
+  };
+  const auto string = [&](const std::string& k, const nlohmann::json& v) {
+    if (!v.is_string()) VT_THROW(kFlag, ": '", k, "' must be a string, got ", v.dump());
+    return v.get<std::string>();
+  };
+  for (const auto& [k, v] : j.items()) {
+    if (k == "backend") {
+      const std::string b = string(k, v);
+      if (b != "auto" && b != "xgrammar")
+        VT_THROW(kFlag, ": backend '", b, "' is not available: vtllm's grammar engine follows ",
+                 "xgrammar's semantics (backend auto or xgrammar)");
+    } else if (k == "disable_any_whitespace") {
+      c.disable_any_whitespace = boolean(k, v);
+    } else if (k == "enable_in_reasoning") {
+      c.enable_in_reasoning = boolean(k, v);
+    } else if (k == "disable_fallback" || k == "disable_additional_properties") {
+      boolean(k, v);  // no backend to fall back to; additionalProperties: guidance's
+    } else if (k == "reasoning_parser") {
+      const std::string name = string(k, v);
+      if (name.empty()) continue;
+      c.reasoning_parser = reasoning_format_from_name(name);
+      if (!c.reasoning_parser)
+        VT_THROW(kFlag, ": reasoning_parser '", name, "': expected qwen3 or deepseek_r1");
+    } else if (k == "reasoning_parser_plugin") {
+      if (!string(k, v).empty())
+        VT_THROW(kFlag, ": reasoning_parser_plugin: plugins are not supported");
+    } else {
+      VT_THROW(kFlag, ": unknown key '", k, "' (expected backend, disable_fallback, ",
+               "disable_any_whitespace, disable_additional_properties, reasoning_parser, ",
+               "reasoning_parser_plugin, enable_in_reasoning)");
+    }
+  }
+  return c;
+}
 
 StructuredCompiler::StructuredCompiler(const text::Tokenizer& tokenizer, size_t vocab_size,
                                        std::vector<int32_t> stop_ids)
@@ -54,15 +103,16 @@ std::shared_ptr<const structured::CompiledGrammar> StructuredCompiler::compile(
   using Kind = StructuredOutput::Kind;
   switch (so.kind) {
     case Kind::kJson:
-      return cached(str_cat("json:", so.any_whitespace ? "w:" : "c:", so.schema_json), so.param,
-                    [&] {
+      return cached(str_cat(
+                        "json:", so.any_whitespace.value_or(true) ? "w:" : "c:", so.schema_json),
+                    so.param, [&] {
                       return structured::parse_gbnf(
                           structured::json_schema_text_to_gbnf(so.schema_json, schema_options(so)));
                     });
     case Kind::kJsonObject:
-      return cached(so.any_whitespace ? "json_object:w" : "json_object:c", so.param, [&] {
-        return structured::parse_gbnf(structured::json_object_gbnf(schema_options(so)));
-      });
+      return cached(
+          so.any_whitespace.value_or(true) ? "json_object:w" : "json_object:c", so.param,
+          [&] { return structured::parse_gbnf(structured::json_object_gbnf(schema_options(so))); });
     case Kind::kRegex:
       return cached("regex:" + so.regex, so.param,
                     [&] { return structured::regex_to_grammar(so.regex); });

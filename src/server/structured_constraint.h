@@ -23,6 +23,24 @@
 
 namespace vtllm::server {
 
+// vLLM's --structured-outputs-config, as far as it means something here: the grammar
+// engine follows xgrammar's semantics (backend auto or xgrammar).
+struct StructuredOutputsConfig {
+  // Compact JSON for requests that do not say (structured_outputs.disable_any_whitespace).
+  bool disable_any_whitespace = false;
+  // Constraints apply from the first token, reasoning or not (no gate at </think>).
+  bool enable_in_reasoning = false;
+  // Its reasoning_parser key (vLLM's --reasoning-parser sets the same field).
+  std::optional<ReasoningFormat> reasoning_parser;
+};
+
+// Parses `json_text`, a JSON object of vLLM's StructuredOutputsConfig fields: backend
+// ("auto" or "xgrammar"; guidance, outlines and lm-format-enforcer are refused),
+// disable_fallback, disable_any_whitespace, disable_additional_properties (guidance's,
+// accepted without effect), enable_in_reasoning (booleans), reasoning_parser (qwen3,
+// deepseek_r1 or ""), reasoning_parser_plugin (must be ""). Throws naming the key.
+StructuredOutputsConfig parse_structured_outputs_config(std::string_view json_text);
+
 // Compiles constraints against one vocabulary, caching each compiled grammar by its
 // kind and text. Thread-safe.
 class StructuredCompiler {

@@ -121,6 +121,7 @@ struct TestServerOptions {
   std::optional<ToolCallFormat> tool_call_parser;
   bool enable_auto_tool_choice = false;
   std::optional<ReasoningFormat> reasoning_parser;
+  StructuredOutputsConfig structured_outputs;
   // With real_model: GDN state snapshots (hybrid prefix caching; 0 leaves it off).
   int32_t num_state_snapshots = 0;
   // Overrides of the HTTP defaults (limits and timeouts included); the host,
@@ -159,6 +160,7 @@ class TestServer {
     sc.tool_call_parser = o.tool_call_parser;
     sc.enable_auto_tool_choice = o.enable_auto_tool_choice;
     sc.reasoning_parser = o.reasoning_parser;
+    sc.structured_outputs = o.structured_outputs;
     sc.eos_token_ids = {4098};
     service_ = std::make_unique<OpenAiService>(
         sc, *engine_, tokenizer_,

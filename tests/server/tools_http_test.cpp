@@ -182,11 +182,13 @@ TEST(ToolsProtocol, StructuredOutputFields) {
                    "invalid_json");
   EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"structural_tag", "x"}}}})), 400,
                    "structured_outputs.structural_tag", "unsupported");
-  // JSON whitespace: any by default (vLLM's); compact on the request's word.
-  EXPECT_TRUE(parse(chat_body({{"guided_json", schema.dump()}})).gen.structured->any_whitespace);
-  EXPECT_FALSE(parse(chat_body({{"structured_outputs",
-                                 {{"json", schema}, {"disable_any_whitespace", true}}}}))
-                   .gen.structured->any_whitespace);
+  // JSON whitespace: the server's default unless the request says (compact on its word).
+  EXPECT_FALSE(parse(chat_body({{"guided_json", schema.dump()}}))
+                   .gen.structured->any_whitespace.has_value());
+  EXPECT_EQ(parse(chat_body({{"structured_outputs",
+                              {{"json", schema}, {"disable_any_whitespace", true}}}}))
+                .gen.structured->any_whitespace,
+            false);
   EXPECT_API_ERROR(parse(chat_body({{"structured_outputs",
                                      {{"json", schema}, {"disable_any_whitespace", "yes"}}}})),
                    400, "structured_outputs.disable_any_whitespace", "invalid_type");
@@ -197,7 +199,7 @@ TEST(ToolsProtocol, StructuredOutputFields) {
   r = parse(chat_body({{"structured_outputs", {{"disable_any_whitespace", true}}},
                        {"response_format", {{"type", "json_object"}}}}));
   EXPECT_EQ(r.gen.structured->kind, StructuredOutput::Kind::kJsonObject);
-  EXPECT_FALSE(r.gen.structured->any_whitespace);
+  EXPECT_EQ(r.gen.structured->any_whitespace, false);
   EXPECT_API_ERROR(parse(chat_body({{"structured_outputs", {{"disable_any_whitespace", true}}}})),
                    400, "structured_outputs", "invalid_value");
 }
@@ -485,6 +487,72 @@ TEST(ToolsHttp, ConstraintsStartAfterTheReasoning) {
   }
 }
 
+// --structured-outputs-config: enable_in_reasoning drops the gate (the choice is the whole
+// text although the prompt leaves the reasoning open); disable_any_whitespace makes a
+// request that does not say compact (the fake model's masked greedy choice would pick
+// whitespace until max_tokens), while the request's own field still wins.
+TEST(ToolsHttp, StructuredOutputsConfigSetsTheServerDefaults) {
+  TestServerOptions o = parsers();
+  o.structured_outputs.enable_in_reasoning = true;
+  o.structured_outputs.disable_any_whitespace = true;
+  TestServer s(o);
+  const json c = post(s, "/v1/completions",
+                      json({{"prompt", "Answer:"},
+                            {"max_tokens", 40},
+                            {"temperature", 0},
+                            {"guided_choice", {"alpha", "beta"}}}));
+  const std::string text = c["choices"][0]["text"];
+  EXPECT_TRUE(text == "alpha" || text == "beta") << text;
+
+  const json schema = json::parse(R"({"type": "object",
+      "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"]})");
+  const json compact = post(
+      s, "/v1/completions",
+      json({{"prompt", "Answer:"},
+            {"max_tokens", 40},
+            {"temperature", 0},
+            {"response_format",
+             {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", schema}}}}}}));
+  EXPECT_EQ(compact["choices"][0]["finish_reason"], "stop") << compact.dump();
+  const json v = json::parse(compact["choices"][0]["text"].get<std::string>(), nullptr, false);
+  EXPECT_TRUE(v.is_object() && v.contains("n")) << compact.dump();
+  const json spaced =
+      post(s, "/v1/completions",
+           json({{"prompt", "Answer:"},
+                 {"max_tokens", 40},
+                 {"temperature", 0},
+                 {"structured_outputs", {{"json", schema}, {"disable_any_whitespace", false}}}}));
+  EXPECT_EQ(spaced["choices"][0]["finish_reason"], "length") << spaced.dump();
+}
+
+TEST(ToolsHttp, StructuredOutputsConfigParsesVllmsKeys) {
+  const StructuredOutputsConfig c = parse_structured_outputs_config(
+      R"({"backend": "xgrammar", "disable_fallback": true, "disable_any_whitespace": true,
+          "disable_additional_properties": false, "reasoning_parser": "deepseek_r1",
+          "reasoning_parser_plugin": "", "enable_in_reasoning": true})");
+  EXPECT_TRUE(c.disable_any_whitespace);
+  EXPECT_TRUE(c.enable_in_reasoning);
+  EXPECT_EQ(c.reasoning_parser, ReasoningFormat::kDeepSeekR1);
+  const StructuredOutputsConfig d = parse_structured_outputs_config("{}");
+  EXPECT_FALSE(d.disable_any_whitespace || d.enable_in_reasoning || d.reasoning_parser);
+  const auto error_of = [](const char* text) {
+    try {
+      parse_structured_outputs_config(text);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of(R"({"backend": "guidance"})").find("backend 'guidance'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"disable_any_whitespace": "yes"})").find("'disable_any_whitespace'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"whitespace": true})").find("unknown key 'whitespace'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"reasoning_parser": "granite"})").find("'granite'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"reasoning_parser_plugin": "p.py"})").find("plugins"), std::string::npos);
+  EXPECT_NE(error_of("[1]").find("JSON object"), std::string::npos);
+  EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
+}
 TEST(ToolsHttp, ToolsAndThinkingSwitchReachTheTemplate) {
   TestServer s(long_context());
   auto prompt_of = [&](const json& body) {

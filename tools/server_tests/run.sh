@@ -48,6 +48,11 @@ expect_refusal "127.0.0.1:$port: Address already in use" --port "$port"
 expect_refusal "--mm-processor-kwargs: unknown key 'bogus'" --mm-processor-kwargs '{"bogus": 1}'
 expect_refusal "--tool-call-parser 'bogus'" --tool-call-parser bogus
 expect_refusal "--enable-auto-tool-choice requires --tool-call-parser" --enable-auto-tool-choice
+expect_refusal "backend 'outlines' is not available" --structured-outputs-config '{"backend": "outlines"}'
+expect_refusal "'disable_any_whitespace' must be true or false" \
+  --structured-outputs-config.disable_any_whitespace maybe
+expect_refusal "--reasoning-parser and --structured-outputs-config's reasoning_parser differ" \
+  --reasoning-parser qwen3 --structured-outputs-config.reasoning_parser deepseek_r1
 # SIGTERM drains and exits 0.
 kill -TERM $pid
 status=0
