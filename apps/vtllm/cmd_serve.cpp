@@ -328,9 +328,12 @@ int cmd_serve(int argc, char** argv) {
     // The checkpoint's processor settings (preprocessor_config.json, ...).
     multimodal::ProcessorConfig pc = multimodal::load_processor_config(dir);
     if (mm_kwargs) multimodal::apply_mm_processor_kwargs(pc, *mm_kwargs);
-    sc.media.process = [pc](multimodal::MediaKind kind, const std::string& bytes) {
+    // One item's processor work is split over the pool too (one large image or video
+    // then uses several cores).
+    sc.media.process = [pc, loop = media_pool->parallel_for()](multimodal::MediaKind kind,
+                                                               const std::string& bytes) {
       const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-      return multimodal::process_media(kind, {data, bytes.size()}, pc);
+      return multimodal::process_media(kind, {data, bytes.size()}, pc, {}, loop);
     };
   }
   sc.media.pool = media_pool.get();

@@ -18,14 +18,14 @@ models::InputEmbeddings MmEmbedder::embed(vt::Stream& s, const StepPlan& plan) {
 
   // Items to encode: the scheduled ones, and any the plan reads that are not cached (the
   // scheduler's book and this cache agree unless a scheduled step never ran).
-  std::vector<const multimodal::VisionInput*> todo;
+  std::vector<std::shared_ptr<const multimodal::VisionInput>> todo;
   std::vector<BlockHash> todo_hashes;
   auto want = [&](const std::shared_ptr<const multimodal::VisionInput>& v) {
     const BlockHash h = hash_of(*v);
     if (features_.contains(h)) return;
     for (const BlockHash& t : todo_hashes)
       if (t == h) return;
-    todo.push_back(v.get());
+    todo.push_back(v);
     todo_hashes.push_back(h);
   };
   for (const auto& v : plan.encoder_inputs) want(v);
@@ -35,7 +35,7 @@ models::InputEmbeddings MmEmbedder::embed(vt::Stream& s, const StepPlan& plan) {
     const int64_t dim = tower_.patch_dim(), merge2 = tower_.merge_size() * tower_.merge_size();
     int64_t rows = 0;
     std::vector<models::VisionGrid> grids;
-    for (const multimodal::VisionInput* v : todo) {
+    for (const auto& v : todo) {
       VT_CHECK(v->patch_dim == dim && int64_t(v->pixel_values.size()) == v->num_patches() * dim,
                "vision encoder: an item of grid (", v->grid_t, ", ", v->grid_h, ", ", v->grid_w,
                ") has ", v->pixel_values.size(), " pixel values of patch_dim ", v->patch_dim,
@@ -43,11 +43,18 @@ models::InputEmbeddings MmEmbedder::embed(vt::Stream& s, const StepPlan& plan) {
       grids.push_back({v->grid_t, v->grid_h, v->grid_w});
       rows += v->num_patches();
     }
-    pixels_ = vt::Tensor::empty({rows, dim}, vt::DType::kF32, vt::Device::cpu());
-    float* dst = pixels_.data<float>();
-    for (const multimodal::VisionInput* v : todo) {
-      std::memcpy(dst, v->pixel_values.data(), v->pixel_values.size() * sizeof(float));
-      dst += v->pixel_values.size();
+    if (todo.size() == 1) {
+      // The tower reads one item's rows where they are (no copy on the engine thread).
+      pixels_ = vt::Tensor::from_blob(const_cast<float*>(todo[0]->pixel_values.data()), {rows, dim},
+                                      vt::DType::kF32, vt::Device::cpu(),
+                                      std::const_pointer_cast<multimodal::VisionInput>(todo[0]));
+    } else {
+      pixels_ = vt::Tensor::empty({rows, dim}, vt::DType::kF32, vt::Device::cpu());
+      float* dst = pixels_.data<float>();
+      for (const auto& v : todo) {
+        std::memcpy(dst, v->pixel_values.data(), v->pixel_values.size() * sizeof(float));
+        dst += v->pixel_values.size();
+      }
     }
     const vt::Tensor out = tower_.encode(s, pixels_, grids);
     VT_CHECK(out.defined() && out.dim() == 2 && out.size(0) == rows / merge2 &&

@@ -32,7 +32,8 @@ class MmEmbedder {
  private:
   models::VisionTower& tower_;
   std::unordered_map<BlockHash, vt::Tensor, BlockHashHasher> features_;  // [tokens, out_hidden]
-  vt::Tensor pixels_;  // the last packed input, alive while the stream may read it
+  vt::Tensor pixels_;  // the last input (packed, or one item's own rows), alive while the
+                       // stream may read it
   int64_t num_encoded_ = 0;
 };
 

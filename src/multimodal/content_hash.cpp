@@ -1,6 +1,8 @@
 #include "multimodal/content_hash.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "base/hash.h"
 
@@ -42,13 +44,21 @@ std::array<uint64_t, 2> hash_bytes128(std::span<const uint8_t> bytes, uint64_t s
   return {mix64(a ^ rotl(b, 32)), mix64(b + a * kMulB)};
 }
 
-std::array<uint64_t, 2> content_hash(const VisionInput& v) {
+std::array<uint64_t, 2> content_hash(const VisionInput& v, const ParallelFor& loop) {
   const uint64_t header[5] = {uint64_t(v.kind == MediaKind::kVideo ? 2 : 1), uint64_t(v.grid_t),
                               uint64_t(v.grid_h), uint64_t(v.grid_w), uint64_t(v.patch_dim)};
   uint64_t seed = 0x6d6d2d68617368ULL;  // "mm-hash"
   for (uint64_t x : header) seed = splitmix64(seed ^ x);
+  constexpr size_t kPiece = size_t{1} << 20;
   const auto* bytes = reinterpret_cast<const uint8_t*>(v.pixel_values.data());
-  return hash_bytes128({bytes, v.pixel_values.size() * sizeof(float)}, seed);
+  const size_t n = v.pixel_values.size() * sizeof(float);
+  const size_t pieces = std::max<size_t>(1, (n + kPiece - 1) / kPiece);
+  std::vector<std::array<uint64_t, 2>> h(pieces);
+  parallel_for(loop, int64_t(pieces), [&](int64_t i) {
+    const size_t at = size_t(i) * kPiece;
+    h[size_t(i)] = hash_bytes128({bytes + at, std::min(kPiece, n - at)}, seed + uint64_t(i));
+  });
+  return hash_bytes128({reinterpret_cast<const uint8_t*>(h.data()), pieces * 16}, seed ^ n);
 }
 
 }  // namespace vtllm::multimodal

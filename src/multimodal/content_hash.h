@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 
+#include "multimodal/parallel.h"
 #include "multimodal/vision_input.h"
 
 namespace vtllm::multimodal {
@@ -17,7 +18,9 @@ namespace vtllm::multimodal {
 // 8-byte words (several GB/s), folded with splitmix64's finaliser. Little-endian hosts.
 std::array<uint64_t, 2> hash_bytes128(std::span<const uint8_t> bytes, uint64_t seed);
 
-// Hash of v.kind, the grid (t, h, w), patch_dim and the bytes of v.pixel_values.
-std::array<uint64_t, 2> content_hash(const VisionInput& v);
+// Hash of v.kind, the grid (t, h, w), patch_dim and the bytes of v.pixel_values: each
+// 1 MiB piece hashed on its own (split over `loop`; empty: this thread), then the
+// pieces' hashes. The value does not depend on the loop.
+std::array<uint64_t, 2> content_hash(const VisionInput& v, const ParallelFor& loop = {});
 
 }  // namespace vtllm::multimodal

@@ -68,8 +68,8 @@ ResizedSize smart_resize_video(int64_t num_frames, int64_t height, int64_t width
   return fit(height, width, factor, min_pixels, max_pixels, frames, num_frames);
 }
 
-void patchify(std::span<const Image* const> frames, const ImageProcessorConfig& cfg,
-              VisionInput& v) {
+void patchify(std::span<const Image* const> frames, const ImageProcessorConfig& cfg, VisionInput& v,
+              const ParallelFor& loop) {
   VT_CHECK(!frames.empty(), "patchify: no frames");
   const int64_t h = frames[0]->height, w = frames[0]->width;
   const int64_t p = cfg.patch_size, m = cfg.merge_size, tps = cfg.temporal_patch_size;
@@ -106,27 +106,31 @@ void patchify(std::span<const Image* const> frames, const ImageProcessorConfig& 
   v.grid_h = gh;
   v.grid_w = gw;
   v.patch_dim = 3 * tps * p * p;
-  v.pixel_values.assign(size_t(gt * gh * gw * v.patch_dim), 0.0f);
-  float* dst = v.pixel_values.data();
-  for (int64_t t = 0; t < gt; ++t)
-    for (int64_t by = 0; by < gh / m; ++by)
-      for (int64_t bx = 0; bx < gw / m; ++bx)
-        for (int64_t iy = 0; iy < m; ++iy)
-          for (int64_t ix = 0; ix < m; ++ix) {
-            const int64_t r = by * m + iy, col = bx * m + ix;
-            for (int64_t ch = 0; ch < 3; ++ch)
-              for (int64_t tt = 0; tt < tps; ++tt) {
-                const Image* f = frames[size_t(std::min(t * tps + tt, t_in - 1))];
-                const float* table = lut[ch];
-                for (int64_t y = 0; y < p; ++y) {
-                  const uint8_t* src = &f->rgb[size_t(((r * p + y) * w + col * p) * 3 + ch)];
-                  for (int64_t x = 0; x < p; ++x) *dst++ = table[src[3 * x]];
-                }
+  v.pixel_values.resize(size_t(gt * gh * gw * v.patch_dim));  // each value written once below
+  // One task per row of merge blocks (t, by): a contiguous run of gw * m patch rows.
+  const int64_t block_rows = gh / m, run = gw * m * v.patch_dim;
+  parallel_for(loop, gt * block_rows, [&](int64_t task) {
+    const int64_t t = task / block_rows, by = task % block_rows;
+    float* dst = v.pixel_values.data() + task * run;
+    for (int64_t bx = 0; bx < gw / m; ++bx)
+      for (int64_t iy = 0; iy < m; ++iy)
+        for (int64_t ix = 0; ix < m; ++ix) {
+          const int64_t r = by * m + iy, col = bx * m + ix;
+          for (int64_t ch = 0; ch < 3; ++ch)
+            for (int64_t tt = 0; tt < tps; ++tt) {
+              const Image* f = frames[size_t(std::min(t * tps + tt, t_in - 1))];
+              const float* table = lut[ch];
+              for (int64_t y = 0; y < p; ++y) {
+                const uint8_t* src = &f->rgb[size_t(((r * p + y) * w + col * p) * 3 + ch)];
+                for (int64_t x = 0; x < p; ++x) *dst++ = table[src[3 * x]];
               }
-          }
+            }
+        }
+  });
 }
 
-VisionInput process_image(const Image& image, const ImageProcessorConfig& cfg) {
+VisionInput process_image(const Image& image, const ImageProcessorConfig& cfg,
+                          const ParallelFor& loop) {
   VisionInput v;
   v.kind = MediaKind::kImage;
   const Image* frame = &image;
@@ -135,13 +139,13 @@ VisionInput process_image(const Image& image, const ImageProcessorConfig& cfg) {
     const ResizedSize s =
         smart_resize(image.height, image.width, cfg.factor(), cfg.min_pixels, cfg.max_pixels);
     if (s.height != image.height || s.width != image.width) {
-      resized = resize_bicubic_aa(image, s.height, s.width);
+      resized = resize_bicubic_aa(image, s.height, s.width, loop);
       frame = &resized;
     }
   }
   const Image* frames[] = {frame};
-  patchify(frames, cfg, v);
-  v.hash = content_hash(v);
+  patchify(frames, cfg, v, loop);
+  v.hash = content_hash(v, loop);
   return v;
 }
 

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "multimodal/image.h"
+#include "multimodal/parallel.h"
 #include "multimodal/processor_config.h"
 #include "multimodal/vision_input.h"
 
@@ -39,11 +40,14 @@ ResizedSize smart_resize_video(int64_t num_frames, int64_t height, int64_t width
 // h and w multiples of patch_size * merge_size; padded by repeating the last frame to a
 // multiple of temporal_patch_size) into v.pixel_values, setting the grid and patch_dim.
 // Leaves kind, timestamps and hash alone.
-void patchify(std::span<const Image* const> frames, const ImageProcessorConfig& cfg,
-              VisionInput& v);
+// The work is split over `loop` (empty: this thread), with the same result.
+void patchify(std::span<const Image* const> frames, const ImageProcessorConfig& cfg, VisionInput& v,
+              const ParallelFor& loop = {});
 
 // The processor on one decoded image: kind kImage, grid [1, h/p, w/p], pixel_values, hash.
-// Throws MediaError for sizes the processor refuses (aspect ratio > 200).
-VisionInput process_image(const Image& image, const ImageProcessorConfig& cfg);
+// Throws MediaError for sizes the processor refuses (aspect ratio > 200). The resize,
+// patches and hash are split over `loop` (empty: this thread), with the same result.
+VisionInput process_image(const Image& image, const ImageProcessorConfig& cfg,
+                          const ParallelFor& loop = {});
 
 }  // namespace vtllm::multimodal

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "multimodal/parallel.h"
 #include "multimodal/vision_input.h"
 
 namespace vtllm::multimodal {
@@ -30,6 +31,11 @@ class MediaPool {
   // Queues `job`; the future holds its result, or the exception it threw. Thread-safe.
   std::future<std::shared_ptr<const VisionInput>> submit(Job job);
 
+  // A ParallelFor over this pool: the calling thread (a job of this pool's, or any
+  // other) claims indices itself, and helpers queued ahead of waiting jobs claim the rest
+  // on idle threads, so a loop never waits for a busy pool. Valid while the pool lives.
+  ParallelFor parallel_for();
+
   int size() const { return int(threads_.size()); }
   // min(hardware threads, 8): the --media-pool-threads default.
   static int default_size();
@@ -39,7 +45,7 @@ class MediaPool {
 
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::packaged_task<std::shared_ptr<const VisionInput>()>> queue_;
+  std::deque<std::function<void()>> queue_;  // jobs and loop helpers
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "multimodal/image.h"
+#include "multimodal/parallel.h"
 #include "multimodal/processor_config.h"
 #include "multimodal/video_decode.h"
 #include "multimodal/vision_input.h"
@@ -25,8 +26,10 @@ struct MediaLimits {
 // kVideo: probe, choose the frames with sample_frame_indices at the container's frame
 // rate (VideoInfo::fps: frames over the timestamp span, as torchcodec, transformers 5.17's
 // default loader, reports it), decode only those, process_video. Throws MediaError naming
-// the problem (a corrupt file, a limit, a build without video support).
+// the problem (a corrupt file, a limit, a build without video support). The processor's
+// work is split over `loop` (empty: this thread; decoding stays on this thread).
 VisionInput process_media(MediaKind kind, std::span<const uint8_t> bytes,
-                          const ProcessorConfig& config, const MediaLimits& limits = {});
+                          const ProcessorConfig& config, const MediaLimits& limits = {},
+                          const ParallelFor& loop = {});
 
 }  // namespace vtllm::multimodal

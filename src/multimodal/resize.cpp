@@ -21,11 +21,14 @@ uint8_t clamp_shift(int32_t acc, unsigned precision) {
   return uint8_t(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-// Resamples along x: src [h][in_w][3] -> dst [h][out_w][3].
-void horizontal_pass(const uint8_t* src, int64_t h, int64_t in_w, uint8_t* dst, int64_t out_w,
-                     const ResizeAxis& ax) {
+// Rows per task of a pass split over a ParallelFor.
+constexpr int64_t kRowsPerTask = 16;
+
+// Resamples rows [y0, y1) along x: src [h][in_w][3] -> dst [h][out_w][3].
+void horizontal_pass(const uint8_t* src, int64_t y0, int64_t y1, int64_t in_w, uint8_t* dst,
+                     int64_t out_w, const ResizeAxis& ax) {
   const int32_t init = int32_t(1) << (ax.precision - 1);
-  for (int64_t y = 0; y < h; ++y) {
+  for (int64_t y = y0; y < y1; ++y) {
     const uint8_t* row = src + y * in_w * 3;
     uint8_t* out = dst + y * out_w * 3;
     for (int64_t x = 0; x < out_w; ++x) {
@@ -44,13 +47,13 @@ void horizontal_pass(const uint8_t* src, int64_t h, int64_t in_w, uint8_t* dst, 
   }
 }
 
-// Resamples along y: src [in_h][w][3] -> dst [out_h][w][3].
-void vertical_pass(const uint8_t* src, int64_t w, uint8_t* dst, int64_t out_h,
+// Resamples output rows [y0, y1) along y: src [in_h][w][3] -> dst [out_h][w][3].
+void vertical_pass(const uint8_t* src, int64_t w, uint8_t* dst, int64_t y0, int64_t y1,
                    const ResizeAxis& ax) {
   const int64_t row_len = w * 3;
   const int32_t init = int32_t(1) << (ax.precision - 1);
   std::vector<int32_t> acc(static_cast<size_t>(row_len));
-  for (int64_t y = 0; y < out_h; ++y) {
+  for (int64_t y = y0; y < y1; ++y) {
     std::fill(acc.begin(), acc.end(), init);
     const int16_t* wt = &ax.weights[size_t(y * ax.taps)];
     for (int64_t j = 0, n = ax.count[size_t(y)]; j < n; ++j) {
@@ -112,7 +115,7 @@ ResizeAxis resize_axis(int64_t in, int64_t out) {
   return ax;
 }
 
-Image resize_bicubic_aa(const Image& src, int64_t out_h, int64_t out_w) {
+Image resize_bicubic_aa(const Image& src, int64_t out_h, int64_t out_w, const ParallelFor& loop) {
   VT_CHECK(out_h >= 1 && out_w >= 1, "resize: output size must be positive, got ", out_h, "x",
            out_w);
   VT_CHECK(
@@ -125,8 +128,12 @@ Image resize_bicubic_aa(const Image& src, int64_t out_h, int64_t out_w) {
     wide.width = out_w;
     wide.height = src.height;
     wide.rgb.resize(size_t(out_w * src.height * 3));
-    horizontal_pass(src.rgb.data(), src.height, src.width, wide.rgb.data(), out_w,
-                    resize_axis(src.width, out_w));
+    const ResizeAxis ax = resize_axis(src.width, out_w);
+    parallel_for(loop, (src.height + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t t) {
+      horizontal_pass(src.rgb.data(), t * kRowsPerTask,
+                      std::min(src.height, (t + 1) * kRowsPerTask), src.width, wide.rgb.data(),
+                      out_w, ax);
+    });
     if (out_h == src.height) return wide;
     cur = &wide;
   }
@@ -134,8 +141,11 @@ Image resize_bicubic_aa(const Image& src, int64_t out_h, int64_t out_w) {
   out.width = cur->width;
   out.height = out_h;
   out.rgb.resize(size_t(out_h * cur->width * 3));
-  vertical_pass(cur->rgb.data(), cur->width, out.rgb.data(), out_h,
-                resize_axis(cur->height, out_h));
+  const ResizeAxis ax = resize_axis(cur->height, out_h);
+  parallel_for(loop, (out_h + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t t) {
+    vertical_pass(cur->rgb.data(), cur->width, out.rgb.data(), t * kRowsPerTask,
+                  std::min(out_h, (t + 1) * kRowsPerTask), ax);
+  });
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "multimodal/image.h"
+#include "multimodal/parallel.h"
 
 namespace vtllm::multimodal {
 
@@ -32,7 +33,9 @@ struct ResizeAxis {
 // The filter for resampling `in` samples to `out` (both >= 1).
 ResizeAxis resize_axis(int64_t in, int64_t out);
 
-// `src` resized to out_h x out_w (both >= 1); a copy when the size is unchanged.
-Image resize_bicubic_aa(const Image& src, int64_t out_h, int64_t out_w);
+// `src` resized to out_h x out_w (both >= 1); a copy when the size is unchanged. Rows are
+// split over `loop` (empty: this thread), with the same result.
+Image resize_bicubic_aa(const Image& src, int64_t out_h, int64_t out_w,
+                        const ParallelFor& loop = {});
 
 }  // namespace vtllm::multimodal

@@ -37,7 +37,8 @@ std::vector<int64_t> sample_frame_indices(int64_t total_frames, std::optional<do
 }
 
 VisionInput process_video(std::span<const Image> frames, std::span<const int64_t> frame_indices,
-                          std::optional<double> source_fps, const VideoProcessorConfig& cfg) {
+                          std::optional<double> source_fps, const VideoProcessorConfig& cfg,
+                          const ParallelFor& loop) {
   const ImageProcessorConfig& fc = cfg.frame;
   VT_CHECK(frames.size() == frame_indices.size(), "process_video: ", frames.size(), " frames for ",
            frame_indices.size(), " indices");
@@ -55,15 +56,17 @@ VisionInput process_video(std::span<const Image> frames, std::span<const int64_t
   std::vector<Image> resized;
   std::vector<const Image*> ptrs;
   if (s.height != h || s.width != w) {
-    resized.reserve(frames.size());
-    for (const Image& f : frames) resized.push_back(resize_bicubic_aa(f, s.height, s.width));
+    resized.resize(frames.size());
+    parallel_for(loop, n, [&](int64_t i) {
+      resized[size_t(i)] = resize_bicubic_aa(frames[size_t(i)], s.height, s.width);
+    });
     for (const Image& f : resized) ptrs.push_back(&f);
   } else {
     for (const Image& f : frames) ptrs.push_back(&f);
   }
   VisionInput v;
   v.kind = MediaKind::kVideo;
-  patchify(ptrs, fc, v);
+  patchify(ptrs, fc, v, loop);
   // Qwen3VLProcessor._calculate_timestamps with merge_size = temporal_patch_size.
   const double fps = source_fps.value_or(kDefaultVideoFps);
   std::vector<int64_t> idx(frame_indices.begin(), frame_indices.end());
@@ -71,7 +74,7 @@ VisionInput process_video(std::span<const Image> frames, std::span<const int64_t
   while (idx.size() % tps != 0) idx.push_back(idx.back());
   for (size_t i = 0; i < idx.size(); i += tps)
     v.timestamps.push_back((double(idx[i]) / fps + double(idx[i + tps - 1]) / fps) / 2);
-  v.hash = content_hash(v);
+  v.hash = content_hash(v, loop);
   return v;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "multimodal/image.h"
+#include "multimodal/parallel.h"
 #include "multimodal/processor_config.h"
 #include "multimodal/vision_input.h"
 
@@ -31,9 +32,11 @@ std::vector<int64_t> sample_frame_indices(int64_t total_frames, std::optional<do
 // kind kVideo, grid [ceil(n / tps), h/p, w/p], pixel_values, timestamps (seconds per temporal
 // index: mean of its first and last frame's index / fps, indices padded by repeating the
 // last), hash. Throws MediaError for clips the processor refuses (fewer frames than
-// temporal_patch_size, aspect ratio > 200).
+// temporal_patch_size, aspect ratio > 200). Frames, patches and hash are split over `loop`
+// (empty: this thread), with the same result.
 VisionInput process_video(std::span<const Image> frames, std::span<const int64_t> frame_indices,
-                          std::optional<double> source_fps, const VideoProcessorConfig& cfg);
+                          std::optional<double> source_fps, const VideoProcessorConfig& cfg,
+                          const ParallelFor& loop = {});
 
 // The prompt text of a timestamp: "<%.1f seconds>" (correctly rounded, as Python formats).
 std::string timestamp_text(double seconds);

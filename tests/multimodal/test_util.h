@@ -12,6 +12,7 @@
 #include "base/file.h"
 #include "base/hash.h"
 #include "multimodal/image.h"
+#include "multimodal/vision_input.h"
 
 namespace vtllm::multimodal::testing {
 
@@ -72,7 +73,7 @@ inline std::string sha256_hex(const void* data, size_t n) {
 inline std::string sha256_hex(const std::vector<uint8_t>& v) {
   return sha256_hex(v.data(), v.size());
 }
-inline std::string sha256_hex(const std::vector<float>& v) {
+inline std::string sha256_hex(const PixelBuffer& v) {
   return sha256_hex(v.data(), v.size() * sizeof(float));
 }
 
