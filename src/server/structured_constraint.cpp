@@ -35,7 +35,7 @@ StructuredOutputsConfig parse_structured_outputs_config(std::string_view json_te
     j = nlohmann::json::parse(json_text);
   } catch (const nlohmann::json::exception&) {
     VT_THROW(kFlag, ": '", json_text,
-             "' is not JSON (expected e.g. '{\"disable_any_whitespace\": ", "true}')");
+             "' is not JSON (expected e.g. '{\"disable_any_whitespace\": true}')");
   }
   if (!j.is_object()) VT_THROW(kFlag, ": expected a JSON object, got '", json_text, "'");
   StructuredOutputsConfig c;
