@@ -222,6 +222,76 @@ TEST(CudaSample, MasksMatchCpuArm) {
   EXPECT_LE(differ * 50, rows_checked);  // at most 2%
 }
 
+// A step of greedy rows under masks (a grammar on every request, no logprobs) takes the
+// argmax kernel with the masks applied: tokens equal the CPU arm's, every row of 1, 8
+// and 64 at Qwen's vocabulary: unmasked rows, dense and sparse logits masks, token
+// masks, both, shared mask rows, a planted tie between two allowed ids in different
+// segments (the lower wins), a larger logit on a masked id, and a row with every token
+// masked (id 0, as the block argmax of the general path gives it).
+TEST(CudaSample, GreedyRowsUnderMasksMatchCpuArm) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t vocab = 151936, words = mask_words(vocab);
+  std::mt19937 rng(91);
+  for (DType dt : {DType::kBF16, DType::kF32})
+    for (int64_t batch : {1, 8, 64}) {
+      // Mask rows: 0 dense, 1 sparse (400 ids), 2 nothing allowed, 3 the tie's ids.
+      std::vector<uint32_t> bitmask(size_t(4 * words), 0u);
+      for (int64_t w = 0; w < words; ++w) bitmask[size_t(w)] = uint32_t(rng()) & uint32_t(rng());
+      for (int i = 0; i < 400; ++i) {
+        const int64_t t = int64_t(rng() % uint32_t(vocab));
+        bitmask[size_t(words + t / 32)] |= 1u << (t % 32);
+      }
+      for (int64_t t : {int64_t(9000), int64_t(150000)})
+        bitmask[size_t(3 * words + t / 32)] |= 1u << (t % 32);
+      Tensor f = randn({batch, vocab}, DType::kF32, 3.0, rng());
+      SampleBatch b;
+      b.rows.resize(size_t(batch));
+      b.edit_start.assign(size_t(batch + 1), 0);
+      for (int64_t r = 0; r < batch; ++r) {
+        SampleRowParams& p = b.rows[size_t(r)];
+        p.temperature = 0.0f;
+        switch (r % 6) {
+          case 1:
+            p.logits_mask = 0;
+            break;
+          case 2:
+            p.token_mask = 1;
+            break;
+          case 3:
+            p.logits_mask = 0, p.token_mask = 1;
+            break;
+          case 4:
+            p.logits_mask = batch > 4 && r == 4 ? 2 : 3;
+            break;
+          case 5:
+            p.logits_mask = 1;
+            break;
+          default:
+            break;
+        }
+        float* row = f.data<float>() + r * vocab;
+        if (p.logits_mask == 3) row[9000] = row[150000] = 30.0f, row[77] = 60.0f;
+      }
+      b.bitmask = bitmask;
+      Stream cpu(Device::cpu(), 1);
+      const Tensor logits = to_dtype(cpu, f, dt);
+      const SampleOutput want = sample(s.cpu, logits, b);
+      const SampleOutput got = sample(s.gpu, s.up(logits), b);
+      for (int64_t r = 0; r < batch; ++r) {
+        const std::string at = std::string(dtype_name(dt)) + " batch " + std::to_string(batch) +
+                               " row " + std::to_string(r);
+        EXPECT_EQ(got.token[size_t(r)], want.token[size_t(r)]) << at;
+        if (b.rows[size_t(r)].logits_mask == 3) {
+          EXPECT_EQ(got.token[size_t(r)], 9000) << at;
+        }
+        if (b.rows[size_t(r)].logits_mask == 2) {
+          EXPECT_EQ(got.token[size_t(r)], 0) << at;
+        }
+      }
+    }
+}
+
 TEST(CudaSample, GreedyEqualsArgmaxAndMaskedRowsThrow) {
   VT_REQUIRE_GPU();
   Streams s;

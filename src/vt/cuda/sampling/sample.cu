@@ -13,7 +13,8 @@
 //   4. logprobs when asked: log_softmax in double, rank by a count, top-N by a count
 //      radix select plus the tie rule, the N candidates sorted by rank counting.
 // The result is copied back once; the call waits for the stream. A step of plain
-// greedy rows (no edits, no logprobs) runs the argmax kernel alone.
+// greedy rows (no edits, no logprobs; masks allowed) runs the argmax kernel alone, with
+// the rows' mask rows uploaded beside it.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -62,15 +63,35 @@ SampleOutput sample(Stream& s, const Rows& logits, const SampleBatch& b) {
   StreamState& st = s.cuda_state();
   set_device(st);
 
-  // Plain greedy steps (no edits, masks or logprobs) need one pass: the argmax kernel.
+  // Plain greedy steps (no edits or logprobs) need one pass: the argmax kernel, which
+  // applies the rows' masks as step 0 does (a masked token is -inf; a row with every
+  // token masked gets id 0, as the block argmax below gives it).
   const bool plain_greedy =
       b.edits.empty() && std::all_of(b.rows.begin(), b.rows.end(), [](const SampleRowParams& p) {
-        return p.temperature < kGreedyTemperature && p.logprobs < 0 && p.logits_mask < 0 &&
-               p.token_mask < 0;
+        return p.temperature < kGreedyTemperature && p.logprobs < 0;
       });
   if (plain_greedy) {
     const Tensor ids = Tensor::empty({rows}, DType::kI32, s.device());
-    argmax(s, logits, ids);
+    ArgmaxMasks masks;
+    const bool any_mask =
+        std::any_of(b.rows.begin(), b.rows.end(), [](const SampleRowParams& p) {
+          return p.logits_mask >= 0 || p.token_mask >= 0;
+        });
+    if (any_mask) {
+      // One upload: [rows][2] mask row indices, then the mask rows.
+      const size_t mask_at = align_up(size_t(rows) * 2 * sizeof(int32_t));
+      std::vector<unsigned char> packed(mask_at + b.bitmask.size() * sizeof(uint32_t));
+      auto* idx = reinterpret_cast<int32_t*>(packed.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        idx[2 * r] = b.rows[size_t(r)].logits_mask;
+        idx[2 * r + 1] = b.rows[size_t(r)].token_mask;
+      }
+      std::memcpy(packed.data() + mask_at, b.bitmask.data(), b.bitmask.size() * sizeof(uint32_t));
+      const unsigned char* up = upload_indices(st, packed);
+      masks = {reinterpret_cast<const uint32_t*>(up + mask_at), mask_words(vocab),
+               reinterpret_cast<const int32_t*>(up)};
+    }
+    argmax(s, logits, ids, masks);
     o.token.resize(size_t(rows));
     VT_CUDA_CHECK(cudaMemcpyAsync(o.token.data(), ids.data_ptr(), size_t(rows) * sizeof(int32_t),
                                   cudaMemcpyDeviceToHost, st.stream));

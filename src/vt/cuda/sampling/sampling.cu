@@ -8,7 +8,8 @@
 //     and a second kernel (one warp per row) picks the row's winner from the segments'
 //     (with one segment the block writes the id itself).
 //     Every comparison is torch.argmax's total order (NaN largest, ties to the lowest
-//     index), so the result does not depend on the split or the scan order.
+//     index), so the result does not depend on the split or the scan order. With
+//     masks (vt::sample's greedy rows under a grammar) a masked element counts as -inf.
 #include <algorithm>
 #include <vector>
 
@@ -82,9 +83,15 @@ __device__ __forceinline__ void store_id(void* out, DType odt, int64_t at, int64
 // Block (s, y) scans segment s of rows y, y + gridDim.y, ...: [s * segment, + segment).
 // With one segment (gridDim.x == 1) it writes the row's id to out; else its winner to
 // part_v / part_i[row * gridDim.x + s] for argmax_finish_kernel.
+// Whether `mask` (null: none) allows token i.
+__device__ __forceinline__ bool allowed(const uint32_t* mask, int64_t i) {
+  return !mask || ((__ldg(mask + (i >> 5)) >> (i & 31)) & 1u);
+}
+
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmax_kernel(RowsRef logits, int64_t vocab, int64_t segment, bool vec, void* out, DType odt,
-                  int64_t out_stride, int64_t rows, float* part_v, int64_t* part_i) {
+                  int64_t out_stride, int64_t rows, float* part_v, int64_t* part_i,
+                  ArgmaxMasks masks) {
   pdl_wait();  // PDL (vt/cuda/launch.cuh): first, in every thread
   pdl_trigger();
   __shared__ float warp_v[kArgmaxThreads / kWarp];
@@ -93,6 +100,12 @@ __global__ void __launch_bounds__(kArgmaxThreads)
   const int64_t end = std::min(vocab, begin + segment);
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const void* row = logits.row(r);
+    const uint32_t *lmask = nullptr, *tmask = nullptr;
+    if (masks.bitmask) {
+      const int32_t lk = masks.row_masks[2 * r], tk = masks.row_masks[2 * r + 1];
+      if (lk >= 0) lmask = masks.bitmask + int64_t(lk) * masks.words;
+      if (tk >= 0) tmask = masks.bitmask + int64_t(tk) * masks.words;
+    }
     float bv = -INFINITY;
     int64_t bi = vocab;  // loses to every real index
     const int64_t span = int64_t(kArgmaxChunks) * kArgmaxVec * kArgmaxThreads;
@@ -107,7 +120,9 @@ __global__ void __launch_bounds__(kArgmaxThreads)
         for (int j = 0; j < kArgmaxVec; ++j) {
           const int64_t i =
               span_element<kArgmaxVec>(vec, base, c, j, int(threadIdx.x), kArgmaxThreads);
-          if (i < end && !isnan(bv) && !(v[c][j] <= bv)) bv = v[c][j], bi = i;
+          if (i < end && !isnan(bv) && !(v[c][j] <= bv) && allowed(lmask, i) &&
+              allowed(tmask, i))
+            bv = v[c][j], bi = i;
         }
     }
     warp_best(bv, bi);
@@ -182,7 +197,7 @@ void embedding(Stream& s, const Rows& table, const Tensor& ids, const Rows& out)
                 tr, id_ptr, idt, id_stride, orf, tokens, table.cols, vec);
 }
 
-void argmax(Stream& s, const Rows& logits, const Tensor& out) {
+void argmax(Stream& s, const Rows& logits, const Tensor& out, const ArgmaxMasks& masks) {
   const int64_t rows = logits.rows, vocab = logits.cols;
   if (rows == 0) return;
   StreamState& st = s.cuda_state();
@@ -208,7 +223,7 @@ void argmax(Stream& s, const Rows& logits, const Tensor& out) {
   }
   launch_kernel(st, "argmax_kernel", argmax_kernel, dim3(unsigned(splits), row_blocks),
                 dim3(kArgmaxThreads), 0, lr, vocab, segment, vec, out.data_ptr(), out.dtype(),
-                out.stride(0), rows, part_v, part_i);
+                out.stride(0), rows, part_v, part_i, masks);
   if (splits == 1) return;
   launch_kernel(st, "argmax_finish_kernel", argmax_finish_kernel,
                 dim3(unsigned((rows + kFinishWarps - 1) / kFinishWarps)),
