@@ -80,13 +80,15 @@ __device__ __forceinline__ void store_id(void* out, DType odt, int64_t at, int64
     static_cast<int64_t*>(out)[at] = id;
 }
 
-// Block (s, y) scans segment s of rows y, y + gridDim.y, ...: [s * segment, + segment).
-// With one segment (gridDim.x == 1) it writes the row's id to out; else its winner to
-// part_v / part_i[row * gridDim.x + s] for argmax_finish_kernel.
 // Whether `mask` (null: none) allows token i.
 __device__ __forceinline__ bool allowed(const uint32_t* mask, int64_t i) {
   return !mask || ((__ldg(mask + (i >> 5)) >> (i & 31)) & 1u);
 }
+
+// Block (s, y) scans segment s of rows y, y + gridDim.y, ...: [s * segment, + segment),
+// skipping the tokens the row's masks clear (masks.bitmask null: none).
+// With one segment (gridDim.x == 1) it writes the row's id to out; else its winner to
+// part_v / part_i[row * gridDim.x + s] for argmax_finish_kernel.
 
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmax_kernel(RowsRef logits, int64_t vocab, int64_t segment, bool vec, void* out, DType odt,
