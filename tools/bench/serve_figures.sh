@@ -13,7 +13,8 @@
 #       on / off / on / off (two pairs, so the pair-to-pair spread shows the noise).
 #   so  issue 20: decode with every request constrained: 64 clients, 32-token prompts, up
 #       to 256 tokens, EOS allowed; unconstrained, then a JSON schema (response_format),
-#       twice each. TPOT is the per-step comparison (a finished document ends its request,
+#       twice each (SO_RUNS, default "free-1 json-1 free-2 json-2": free-N unconstrained,
+#       json-N constrained). TPOT is the per-step comparison (a finished document ends its request,
 #       so the constrained runs are shorter).
 # Results: $OUT/<part>-*.json (vtllm bench serve's JSON), server logs beside them, and
 # $OUT/summary.txt with the headline figures.
@@ -92,7 +93,7 @@ if [[ " $parts " == *" so "* ]]; then
   # Compact JSON: under vLLM's default whitespace rule random weights fill the output with spaces.
   json_body="{\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"person\", \"schema\": $schema}}, \"structured_outputs\": {\"disable_any_whitespace\": true}}"
   if serve "$OUT/so.server.log" --max-model-len 1024; then
-    for run in free-1 json-1 free-2 json-2; do
+    for run in ${SO_RUNS:-free-1 json-1 free-2 json-2}; do
       extra='{}'
       [[ $run == json* ]] && extra=$json_body
       # shellcheck disable=SC2086
