@@ -1,5 +1,6 @@
 // The CUDA linear op (the dispatch: cuBLASLt or the skinny kernel) against the CPU op at
-// model shapes, mixed dtypes, bias and strided x. Skipped without a GPU.
+// model shapes, mixed dtypes, bias (in cuBLASLt's epilogue when it has out's dtype, else
+// added after) and strided x. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,6 +25,7 @@ TEST(CudaLinear, MatchesCpuAtModelShapes) {
     int64_t m, k, n;
     DType x, w, out;
     bool bias, strided_x;
+    DType bias_dtype = DType::kF32;
   };
   // Qwen3.5-27B: hidden 5120, q_proj 5120 -> 12288 (24 heads x 2 x 256), MLP down 17408 -> 5120.
   const Case cases[] = {
@@ -32,17 +34,22 @@ TEST(CudaLinear, MatchesCpuAtModelShapes) {
       {130, 1024, 3072, DType::kBF16, DType::kBF16, DType::kF32, false, true},
       {37, 1024, 1000, DType::kF32, DType::kF32, DType::kF32, true, false},
       {5, 512, 700, DType::kF32, DType::kBF16, DType::kBF16, true, false},
+      // The vision tower's qkv and fc1 (bias in the epilogue), one through a strided x.
+      {4096, 1152, 3456, DType::kBF16, DType::kBF16, DType::kBF16, true, false, DType::kBF16},
+      {300, 1152, 4304, DType::kBF16, DType::kBF16, DType::kBF16, true, true, DType::kBF16},
+      {24, 96, 40, DType::kBF16, DType::kBF16, DType::kF32, true, false},
   };
   uint64_t seed = 20;
   for (const Case& c : cases) {
     const std::string what = "linear x " + std::string(dtype_name(c.x)) + shape_str({c.m, c.k}) +
                              " w " + dtype_name(c.w) + shape_str({c.n, c.k}) + " -> " +
-                             dtype_name(c.out) + (c.bias ? " +bias" : "") +
+                             dtype_name(c.out) +
+                             (c.bias ? std::string(" +bias ") + dtype_name(c.bias_dtype) : "") +
                              (c.strided_x ? " strided x" : "");
     Tensor xbig = randn({c.m, c.k + (c.strided_x ? 64 : 0)}, c.x, 1.0, seed++);
     Tensor x = xbig.slice(1, 0, c.k);
     Tensor w = randn({c.n, c.k}, c.w, 1.0 / std::sqrt(double(c.k)), seed++);
-    Tensor bias = c.bias ? randn({c.n}, DType::kF32, 1.0, seed++) : Tensor();
+    Tensor bias = c.bias ? randn({c.n}, c.bias_dtype, 1.0, seed++) : Tensor();
     Tensor want = Tensor::empty({c.m, c.n}, c.out);
     linear(s.cpu, x, w, want, bias);
     Tensor got = poisoned_gpu(s, {c.m, c.n}, c.out);

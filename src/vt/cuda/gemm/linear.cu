@@ -5,7 +5,11 @@
 // stride) transposed, x as a column-major [K, M] matrix, out as a column-major
 // [N, M] matrix (ld = its row stride) - the "TN" layout cuBLASLt's Hopper kernels
 // favour. Descriptors and the heuristic's first algorithm are cached per shape,
-// leading dims, dtypes and pointer alignment on the stream (GemmPlans).
+// leading dims, dtypes, pointer alignment and epilogue on the stream (GemmPlans).
+//
+// A bias of out's dtype is added in cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS: the
+// f32 accumulator plus the widened bias, rounded once), which is what the f32
+// accumulator + add_bias composition computes, without its [M, N] f32 round trip.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -25,6 +29,7 @@ struct PlanKey {
   int64_t m, n, k, ldx, ldw, ldo;
   DType in, out;
   uint8_t align_x, align_w, align_o;
+  bool bias;  // CUBLASLT_EPILOGUE_BIAS, the bias pointer set per call
   bool operator==(const PlanKey&) const = default;
 };
 
@@ -34,12 +39,13 @@ struct PlanKeyHash {
     auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
     for (int64_t v : {p.m, p.n, p.k, p.ldx, p.ldw, p.ldo}) mix(uint64_t(v));
     mix(uint64_t(p.in) | uint64_t(p.out) << 8 | uint64_t(p.align_x) << 16 |
-        uint64_t(p.align_w) << 24 | uint64_t(p.align_o) << 32);
+        uint64_t(p.align_w) << 24 | uint64_t(p.align_o) << 32 | uint64_t(p.bias) << 40);
     return size_t(h);
   }
 };
 
 struct Plan {
+  bool ok = false;  // false: cuBLASLt has no algorithm (kept so it is asked once)
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
@@ -70,6 +76,7 @@ struct GemmPlans {
 void destroy_gemm_plans(GemmPlans* p) noexcept {
   if (!p) return;
   for (auto& [key, plan] : p->plans) {
+    if (!plan.ok) continue;
     cublasLtMatrixLayoutDestroy(plan.a);
     cublasLtMatrixLayoutDestroy(plan.b);
     cublasLtMatrixLayoutDestroy(plan.c);
@@ -80,6 +87,7 @@ void destroy_gemm_plans(GemmPlans* p) noexcept {
 
 namespace {
 
+// The cached plan for key; !ok when cuBLASLt offers no algorithm for it.
 const Plan& plan_for(StreamState& st, const PlanKey& key) {
   if (!st.gemm_plans) st.gemm_plans = new GemmPlans;
   auto it = st.gemm_plans->plans.find(key);
@@ -89,6 +97,11 @@ const Plan& plan_for(StreamState& st, const PlanKey& key) {
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  if (key.bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                   sizeof epilogue));
+  }
   VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, cuda_type(key.in), uint64_t(key.k),
                                              uint64_t(key.n), key.ldw));
   VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, cuda_type(key.in), uint64_t(key.k),
@@ -124,19 +137,22 @@ const Plan& plan_for(StreamState& st, const PlanKey& key) {
     cublasLtMatrixLayoutDestroy(p.b);
     cublasLtMatrixLayoutDestroy(p.c);
     cublasLtMatmulDescDestroy(p.desc);
-    VT_CUBLAS_CHECK(status);
-    VT_THROW("linear (CUDA): cuBLASLt has no algorithm for [", key.m, ", ", key.k, "] x [", key.n,
-             ", ", key.k, "]^T in ", dtype_name(key.in), " -> ", dtype_name(key.out));
+    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED)
+      VT_CUBLAS_CHECK(status);
+    return st.gemm_plans->plans.emplace(key, Plan{}).first->second;
   }
   p.algo = result.algo;
+  p.ok = true;
   return st.gemm_plans->plans.emplace(key, p).first->second;
 }
 
 // A leading dim cuBLASLt accepts: a single row may carry any stride.
 int64_t ld_of(const Tensor& t) { return t.size(0) == 1 ? t.size(1) : t.stride(0); }
 
-// out (dtype `in` or f32) = x . w^T, x and w both of dtype `in`.
-void gemm(StreamState& st, const Tensor& x, const Tensor& w, const Tensor& out) {
+// out (dtype `in` or f32) = x . w^T (+ bias of out's dtype, when given), x and w both
+// of dtype `in`. False when cuBLASLt has no algorithm with the bias epilogue.
+bool gemm(StreamState& st, const Tensor& x, const Tensor& w, const Tensor& out,
+          const Tensor* bias = nullptr) {
   const PlanKey key{x.size(0),
                     w.size(0),
                     x.size(1),
@@ -147,12 +163,24 @@ void gemm(StreamState& st, const Tensor& x, const Tensor& w, const Tensor& out) 
                     out.dtype(),
                     alignment(x.data_ptr()),
                     alignment(w.data_ptr()),
-                    alignment(out.data_ptr())};
+                    alignment(out.data_ptr()),
+                    bias != nullptr};
   const Plan& p = plan_for(st, key);
+  if (!p.ok) {
+    if (bias) return false;
+    VT_THROW("linear (CUDA): cuBLASLt has no algorithm for [", key.m, ", ", key.k, "] x [", key.n,
+             ", ", key.k, "]^T in ", dtype_name(key.in), " -> ", dtype_name(key.out));
+  }
+  if (bias) {
+    const void* ptr = bias->data_ptr();
+    VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr,
+                                                   sizeof ptr));
+  }
   const float one = 1.0f, zero = 0.0f;
   VT_CUBLAS_CHECK(cublasLtMatmul(st.cublaslt, p.desc, &one, w.data_ptr(), p.a, x.data_ptr(), p.b,
                                  &zero, out.data_ptr(), p.c, out.data_ptr(), p.c, &p.algo,
                                  st.workspace, StreamState::kWorkspaceBytes, st.stream));
+  return true;
 }
 
 // t converted to `dtype`, and made dense when its rows overlap (a broadcast view).
@@ -191,6 +219,11 @@ void linear_cublaslt(Stream& s, const Tensor& x, const Tensor& w, const Tensor& 
   // Mixed operands are both widened: the f32 products the contract states.
   const DType in = x.dtype() == w.dtype() ? x.dtype() : DType::kF32;
   const Tensor xa = operand(s, x, in), wa = operand(s, w, in);
+  // The bias in the epilogue: out in the operands' dtype (or f32) and a bias of out's.
+  const bool fused_bias = k > 0 && bias.defined() && bias.dtype() == out.dtype() &&
+                          (out.dtype() == in || out.dtype() == DType::kF32) &&
+                          alignment(bias.data_ptr()) == 16;
+  if (fused_bias && gemm(st, xa, wa, out, &bias)) return;
   const bool direct = !bias.defined() && (out.dtype() == in || out.dtype() == DType::kF32);
   const Tensor acc = direct || out.dtype() == DType::kF32
                          ? out
