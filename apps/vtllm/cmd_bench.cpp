@@ -284,6 +284,8 @@ constexpr const char* kVisionUsage =
     "  --images LIST         tower rows: images per encode call (default 1,16)\n"
     "  --image-size N        pixels per side (default 1024)\n"
     "  --repeats N           timed calls per row, median (default 5)\n"
+    "  --profile-ops         tower rows: the per-op time of --profile-steps more encodes\n"
+    "  --profile-steps N     profiled encodes per tower row (default 3)\n"
     "  --text-tokens N       the chat's text tokens around the image (default 64)\n"
     "  --video-seconds S     clip length (default 30)\n"
     "  --video-size WxH      frame size (default 1280x720)\n"
@@ -297,8 +299,8 @@ int bench_vision(int argc, char** argv) {
   Args args(argc, argv,
             {"device", "load-format", "images", "image-size", "repeats", "parts", "text-tokens",
              "video-seconds", "video-size", "video-fps", "cpu-threads", "seed", "json",
-             "gpu-memory-utilization"},
-            {"help"});
+             "gpu-memory-utilization", "profile-steps"},
+            {"help", "profile-ops"});
   if (args.has("help") || args.positional().size() != 1) {
     std::fputs(kVisionUsage, args.has("help") ? stdout : stderr);
     return args.has("help") ? 0 : 2;
@@ -315,7 +317,10 @@ int bench_vision(int argc, char** argv) {
   c.video_seconds = args.get_double("video-seconds", 30);
   c.video_source_fps = args.get_double("video-fps", 30);
   c.seed = uint64_t(args.get_int("seed", 0));
+  c.profile_ops = args.has("profile-ops");
+  c.profile_steps = int(args.get_int("profile-steps", c.profile_steps));
   VT_REQUIRE(c.repeats > 0, "--repeats must be > 0");
+  VT_REQUIRE(c.profile_steps > 0, "--profile-steps must be > 0");
   VT_REQUIRE(c.text_tokens >= 0, "--text-tokens must not be negative");
   VT_REQUIRE(c.video_seconds > 0 && c.video_source_fps > 0,
              "--video-seconds and --video-fps must be > 0");

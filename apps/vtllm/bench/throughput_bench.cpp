@@ -171,15 +171,18 @@ ThroughputRow finish_row(ThroughputRow r, const std::vector<double>& ms) {
 
 constexpr int kExpertProbeSteps = 4;  // decode rows of MoE models
 
-// Runs `steps` calls of run_step, each one profiler step, under a profiler with `pc`
-// attached to the runner's stream (so the runner replays no graph); with `warmup`, one
-// more unrecorded step first.
-template <class F>
+// profile_steps on the runner's stream (so the runner replays no graph).
 std::unique_ptr<vt::Profiler> profile_steps(engine::ModelRunner& runner,
                                             const vt::ProfileConfig& pc, int steps, bool warmup,
-                                            F&& run_step) {
+                                            const std::function<void()>& run_step) {
+  return bench::profile_steps(runner.stream(), pc, steps, warmup, run_step);
+}
+
+}  // namespace
+
+std::unique_ptr<vt::Profiler> profile_steps(vt::Stream& s, const vt::ProfileConfig& pc, int steps,
+                                            bool warmup, const std::function<void()>& run_step) {
   auto p = std::make_unique<vt::Profiler>(pc);
-  vt::Stream& s = runner.stream();
   p->attach(s);  // until detach(), or the destructor if a step throws
   for (int i = 0; i < steps + (warmup ? 1 : 0); ++i) {
     p->begin_step(s);
@@ -222,6 +225,8 @@ OpBreakdown breakdown_of(const vt::Profiler& p) {
       [](const OpBreakdown::Layer& x, const OpBreakdown::Layer& y) { return x.layer < y.layer; });
   return b;
 }
+
+namespace {
 
 ExpertCounts experts_of(const vt::Profiler& p, const ModelCost& cost, int64_t tokens) {
   ExpertCounts e;
@@ -451,6 +456,8 @@ void print_experts(std::FILE* f, const ExpertCounts& e) {
                e.expected);
 }
 
+}  // namespace
+
 void print_breakdown(std::FILE* f, const OpBreakdown& b) {
   const double op_us = b.op_us();
   std::fprintf(f,
@@ -477,6 +484,7 @@ void print_breakdown(std::FILE* f, const OpBreakdown& b) {
   }
   std::fprintf(f, "  %-8s %-28s %8s %11.1f %6.1f%%\n", "-", "(host work, gaps)", "-",
                b.step_us - op_us, b.step_us > 0 ? 100.0 * (b.step_us - op_us) / b.step_us : 0.0);
+  if (b.layers.empty()) return;
   std::fprintf(f, "  per layer (us, of step):");
   for (size_t i = 0; i < b.layers.size(); ++i) {
     const OpBreakdown::Layer& l = b.layers[i];
@@ -505,8 +513,6 @@ nlohmann::json breakdown_json(const OpBreakdown& b) {
     j["layers"].push_back({{"layer", l.layer}, {"regions", l.regions}, {"us", l.us}});
   return j;
 }
-
-}  // namespace
 
 void print_throughput_row(std::FILE* f, const ThroughputRow& r) {
   std::fprintf(f, "%-8s %5d %8lld %8.0f %9.3f %11.1f %9.1f %5.1f%% %8.1f %5.1f%%", r.phase.c_str(),

@@ -26,7 +26,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +38,7 @@
 #include "io/weight_loader.h"
 #include "vt/device.h"
 #include "vt/dtype.h"
+#include "vt/profile.h"
 
 namespace vtllm::bench {
 
@@ -170,6 +174,16 @@ ThroughputResult run_throughput(const ThroughputConfig& c,
 void print_throughput_header(std::FILE* f);
 // The row, then its expert counts and op breakdown when it has them.
 void print_throughput_row(std::FILE* f, const ThroughputRow& r);
+
+// Runs `steps` calls of run_step on `s`, each one profiler step, under a profiler with
+// `pc` attached to s; with `warmup`, one more unrecorded step first. Returns the profiler.
+std::unique_ptr<vt::Profiler> profile_steps(vt::Stream& s, const vt::ProfileConfig& pc, int steps,
+                                            bool warmup, const std::function<void()>& run_step);
+// A profiler's records as a breakdown per step, ops most time first.
+OpBreakdown breakdown_of(const vt::Profiler& p);
+// The breakdown as a table (two-space indent), and as JSON.
+void print_breakdown(std::FILE* f, const OpBreakdown& b);
+nlohmann::json breakdown_json(const OpBreakdown& b);
 std::string throughput_json(const ThroughputConfig& c, const ThroughputResult& r);
 
 }  // namespace vtllm::bench

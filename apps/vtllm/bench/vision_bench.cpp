@@ -22,6 +22,7 @@
 #include "multimodal/prompt_expansion.h"
 #include "multimodal/video_processor.h"
 #include "vt/ops/copy.h"
+#include "vt/profile.h"
 #include "vt/stream.h"
 
 namespace vtllm::bench {
@@ -123,11 +124,21 @@ json tower_rows(const VisionBenchConfig& c, vt::Stream& s, models::VisionTower& 
     std::printf("%7d %10.2f %10.1f %12.0f %9.1f %7.1f%%\n", b, med, b / (med * 1e-3),
                 double(patches) / (med * 1e-3), tflops, 100.0 * tflops / kBf16CeilingTflops);
     std::fflush(stdout);
-    rows.push_back({{"images", b},
-                    {"ms", med},
-                    {"images_per_s", b / (med * 1e-3)},
-                    {"patches_per_s", double(patches) / (med * 1e-3)},
-                    {"tflops", tflops}});
+    json row = {{"images", b},
+                {"ms", med},
+                {"images_per_s", b / (med * 1e-3)},
+                {"patches_per_s", double(patches) / (med * 1e-3)},
+                {"tflops", tflops}};
+    if (c.profile_ops) {
+      vt::ProfileConfig pc;
+      pc.time_ops = true;
+      const OpBreakdown br = breakdown_of(
+          *profile_steps(s, pc, c.profile_steps, true, [&] { tower.encode(s, pixels, grids); }));
+      print_breakdown(stdout, br);
+      std::fflush(stdout);
+      row["breakdown"] = breakdown_json(br);
+    }
+    rows.push_back(std::move(row));
   }
   return rows;
 }
@@ -163,6 +174,7 @@ double first_token_ms(engine::LlmEngine& engine, Clock::time_point t0) {
 
 std::string run_vision_bench(const VisionBenchConfig& c) {
   VT_REQUIRE(c.repeats > 0, "bench vision: --repeats must be > 0");
+  VT_REQUIRE(!c.profile_ops || c.profile_steps > 0, "bench vision: --profile-steps must be > 0");
   const io::ModelConfig config = models::load_model_config(c.dir);
   VT_REQUIRE(config.vision.has_value(), c.dir, ": ", config.architecture_class,
              " has no vision tower");

@@ -6,7 +6,9 @@
 //     (patch rows as the processor lays them out); one warm-up, then `repeats` timed
 //     encode() calls per batch size (host wall clock around a stream synchronize;
 //     median): ms, images/s, patches/s and the tower's FLOPs (the GEMMs and attention,
-//     counted from the config) against the H200's dense bf16 ceiling.
+//     counted from the config) against the H200's dense bf16 ceiling. With profile_ops,
+//     each row adds the per-op breakdown of `profile_steps` more encodes (vt::Profiler,
+//     region "vision"; one unrecorded encode first).
 //   ttft: a chat of one image_size^2 image between text_tokens random text ids, built as
 //     the chat template lays it out (text, vision_start, image_pad, vision_end, text) and
 //     expanded with the processor's grid; time to its first token through LlmEngine
@@ -44,6 +46,8 @@ struct VisionBenchConfig {
   std::vector<int> images{1, 16};  // tower rows: images per encode call
   int64_t image_size = 1024;       // pixels per side; a multiple of patch * merge
   int repeats = 5;
+  bool profile_ops = false;
+  int profile_steps = 3;
   bool tower = true, ttft = true, video = true, cpu = true;  // the parts to run
   int64_t text_tokens = 64;
   double video_seconds = 30, video_source_fps = 30;
