@@ -16,11 +16,8 @@ constexpr size_t kMaskCacheBytes = size_t{128} << 20;
 // string is context-independent up to its closing quote.
 constexpr int kContextDepth = 4;
 
-// Throws when some rule can reach itself without consuming a byte and with a
-// return position pushed on the way: the pushdown expansion would grow the
-// stack forever. Cycles made only of tail calls (a nullable item under `*`)
-// keep the stack as it is, and expand() stops on the repeated stack.
-void check_not_left_recursive(const Grammar& g) {
+// Per rule: whether it derives the empty string.
+std::vector<bool> nullable_rules(const Grammar& g) {
   const size_t n = g.rules.size();
   std::vector<bool> nullable(n, false);
   for (bool changed = true; changed;) {
@@ -39,6 +36,54 @@ void check_not_left_recursive(const Grammar& g) {
       }
     }
   }
+  return nullable;
+}
+
+// Per rule: k when it is the k-th rule from the end of the chain a bounded repetition
+// `item{0,n}` desugars into (opt_k ::= item opt_{k-1} | "", opt_1 ::= item | ""), else 0.
+std::vector<int32_t> repeat_depths(const Grammar& g) {
+  const size_t n = g.rules.size();
+  // alt0 of `r ::= alt0 | ""` when alt0 is `item` or `item rule`, else null.
+  auto shape = [&](size_t r) -> const Alternative* {
+    const std::vector<Alternative>& alts = g.rules[r].alternatives;
+    if (alts.size() != 2 || !alts[1].empty() || alts[0].empty() || alts[0].size() > 2) {
+      return nullptr;
+    }
+    if (alts[0].size() == 2 && alts[0][1].kind != Element::Kind::kRule) return nullptr;
+    return &alts[0];
+  };
+  std::vector<int32_t> depth(n, -1);
+  std::vector<size_t> path;
+  for (size_t r0 = 0; r0 < n; ++r0) {
+    size_t r = r0;
+    while (depth[r] < 0) {
+      const Alternative* a = shape(r);
+      if (!a || a->size() == 1) {
+        depth[r] = a ? 1 : 0;
+        break;
+      }
+      depth[r] = 0;  // provisional: a chain that comes back to r is no repetition
+      path.push_back(r);
+      r = static_cast<size_t>((*a)[1].index);
+    }
+    int32_t d = depth[r];
+    for (; !path.empty(); path.pop_back()) {
+      const size_t p = path.back();
+      const Alternative& a = *shape(p);
+      const Alternative* next = shape(static_cast<size_t>(a[1].index));
+      depth[p] = d > 0 && next && (*next)[0] == a[0] ? d + 1 : 0;
+      d = depth[p];
+    }
+  }
+  return depth;
+}
+
+// Throws when some rule can reach itself without consuming a byte and with a
+// return position pushed on the way: the pushdown expansion would grow the
+// stack forever. Cycles made only of tail calls (a nullable item under `*`)
+// keep the stack as it is, and expand() stops on the repeated stack.
+void check_not_left_recursive(const Grammar& g, const std::vector<bool>& nullable) {
+  const size_t n = g.rules.size();
   // left[r]: the rules r may call before consuming a byte; pushing[r]: those
   // of them called with a return position (not the alternative's last element).
   std::vector<std::vector<int32_t>> left(n), pushing(n);
@@ -96,7 +141,8 @@ Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(v
       }
     }
   }
-  check_not_left_recursive(grammar);
+  const std::vector<bool> nullable = nullable_rules(grammar);
+  check_not_left_recursive(grammar, nullable);
   byte_sets_ = grammar.byte_sets;
   rule_starts_.resize(n);
   for (size_t r = 0; r < n; ++r) {
@@ -111,6 +157,36 @@ Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(v
   }
   const auto context_pos = static_cast<int32_t>(elems_.size());
   elems_.push_back(Elem{Elem::kContext, 0});
+  // Each bounded repetition's item gets an unbounded one, star ::= item star | "", laid out
+  // as opt_k's positions are: [item, star, end], [end].
+  const std::vector<int32_t> depth = repeat_depths(grammar);
+  std::unordered_map<uint64_t, int32_t> stars;  // by item: its star's first position
+  for (size_t r = 0; r < n; ++r) {
+    const Element item =
+        depth[r] >= 2 ? grammar.rules[r].alternatives[0][0] : Element{Element::Kind::kBytes, 0};
+    if (depth[r] < 2 ||
+        (item.kind == Element::Kind::kRule && nullable[static_cast<size_t>(item.index)])) {
+      continue;
+    }
+    const uint64_t key = (item.kind == Element::Kind::kRule ? uint64_t{1} << 32 : 0) |
+                         static_cast<uint32_t>(item.index);
+    auto [it, inserted] = stars.emplace(key, static_cast<int32_t>(elems_.size()));
+    if (inserted) {
+      const auto star = static_cast<int32_t>(rule_starts_.size());
+      rule_starts_.push_back({it->second, it->second + 3});
+      elems_.push_back(
+          Elem{item.kind == Element::Kind::kRule ? Elem::kRule : Elem::kBytes, item.index});
+      elems_.push_back(Elem{Elem::kRule, star});
+      elems_.push_back(Elem{Elem::kEnd, 0});
+      elems_.push_back(Elem{Elem::kEnd, 0});
+    }
+    bounds_.resize(elems_.size(), Bound{-1, 0});
+    // Before the item all depth[r] items may still start; inside it, depth[r] - 1 more.
+    const int32_t p = rule_starts_[r][0];
+    bounds_[static_cast<size_t>(p)] = Bound{it->second, depth[r]};
+    bounds_[static_cast<size_t>(p) + 1] = Bound{it->second + 1, depth[r] - 1};
+  }
+  bounds_.resize(elems_.size(), Bound{-1, 0});
   walk_states_.resize(vocab_.max_token_bytes() + 1);
   walk_context_.resize(vocab_.max_token_bytes() + 1);
 
@@ -211,6 +287,43 @@ int32_t Automaton::step_bytes(int32_t state, std::string_view bytes) {
     if (state == kDead) break;
   }
   return state;
+}
+
+int32_t Automaton::canonical(int32_t state) {
+  if (states_[static_cast<size_t>(state)].canonical != kUnknown) {
+    return states_[static_cast<size_t>(state)].canonical;
+  }
+  const auto longest = static_cast<int32_t>(vocab_.max_token_bytes());
+  std::vector<int32_t> stacks, chain;
+  bool changed = false;
+  for (int32_t s : states_[static_cast<size_t>(state)].stacks) {
+    chain.clear();
+    bool bounded = false;
+    for (int32_t x = s; x >= 0; x = nodes_[static_cast<size_t>(x)].second) {
+      const int32_t pos = nodes_[static_cast<size_t>(x)].first;
+      const Bound b = bounds_[static_cast<size_t>(pos)];
+      // No token reaches the bound: item{0,n} and item* allow the same tokens here.
+      const bool far = b.star_pos >= 0 && b.allowance > longest;
+      chain.push_back(far ? b.star_pos : pos);
+      bounded |= far;
+    }
+    if (!bounded) {
+      stacks.push_back(s);
+      continue;
+    }
+    changed = true;
+    int32_t t = -1;
+    for (size_t i = chain.size(); i-- > 0;) t = node(chain[i], t);
+    stacks.push_back(t);
+  }
+  int32_t c = state;
+  if (changed) {
+    const State& st = states_[static_cast<size_t>(state)];
+    c = intern(stacks, st.accepting, st.context);
+    states_[static_cast<size_t>(c)].canonical = c;  // stars only: nothing left to replace
+  }
+  states_[static_cast<size_t>(state)].canonical = c;
+  return c;
 }
 
 bool Automaton::live(int32_t state) const {
@@ -356,6 +469,7 @@ void Automaton::fill_mask(int32_t state, std::span<uint32_t> bitmask) {
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  state = canonical(state);
   auto it = masks_.find(state);
   if (it == masks_.end()) {
     std::vector<uint32_t> mask;

@@ -71,6 +71,14 @@ class Automaton {
     bool accepting = false;
     bool context = false;  // some path popped into the CONTEXT sentinel here
     int8_t text_loops = -1;  // the text classes whose every byte leads back here; -1: unknown
+    int32_t canonical = -2;  // the state with the same mask (canonical()); -2: unknown
+  };
+  // A position of a bounded repetition's rule opt_k (Grammar::append_repeat's chain for
+  // item{0,n}): the same position in item's unbounded repetition, and how many items may
+  // still start from it.
+  struct Bound {
+    int32_t star_pos;  // -1: not in a bounded repetition
+    int32_t allowance;
   };
   // The context-independent part of a truncated state's mask.
   struct LocalMask {
@@ -84,6 +92,10 @@ class Automaton {
   int32_t node(int32_t pos, int32_t parent);
   void expand(int32_t stack, std::vector<int32_t>& out, bool& accepting, bool& context);
   int32_t intern(std::vector<int32_t>& stacks, bool accepting, bool context);
+  // The state with every stack entry of a bounded repetition that no token can exhaust
+  // (allowance > the longest token) replaced by the unbounded one: the same mask, shared by
+  // all counts of a long string, and a state that loops on text.
+  int32_t canonical(int32_t state);
   bool live(int32_t state) const;
   int32_t truncate(int32_t state);
   const LocalMask& local_mask(int32_t truncated);
@@ -95,6 +107,7 @@ class Automaton {
   std::vector<Elem> elems_;
   std::vector<std::vector<int32_t>> rule_starts_;  // per rule: its alternatives' first positions
   std::vector<ByteSet> byte_sets_;
+  std::vector<Bound> bounds_;  // per position
 
   std::mutex mu_;
   std::vector<std::pair<int32_t, int32_t>> nodes_;  // (pos, parent)

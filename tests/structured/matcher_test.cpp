@@ -211,6 +211,39 @@ TEST(Matcher, DeepNestingReusesContextIndependentMasks) {
   EXPECT_GT(g->automaton().num_states(), states_at_10);
 }
 
+// A bounded repetition whose count no token can exhaust takes the unbounded repetition's
+// mask (one cached mask for many counts); near its bound, and for items of several bytes
+// or nested repetitions, the masks still equal the naive check.
+TEST(Matcher, BoundedRepetitionFarFromItsBoundSharesOneMask) {
+  std::vector<std::string> bytes;
+  for (const std::string& s : all_strings("ab\\\"", 3)) bytes.push_back(s);
+  for (const char* s : {"aaaaaa", "abab\"", "\\aab", "bbbbbbb"}) bytes.push_back(s);
+  bytes.push_back("<|stop|>");
+  const TokenVocab vocab(bytes, {static_cast<TokenId>(bytes.size() - 1)});
+  ASSERT_EQ(vocab.max_token_bytes(), 7u);
+  auto g = CompiledGrammar::compile(
+      parse_gbnf(R"(root ::= "\"" ( [ab] | "\\" "a" ){0,30} "\"" ( ( "a" "b"{0,9} ){2,12} )?)"),
+      vocab);
+  std::vector<uint32_t> mask(vocab.mask_words());
+  for (int n = 0; n <= 30; ++n) {
+    for (const char* tail : {"", "\\"}) {
+      if (n == 30 && *tail) continue;  // a 31st item
+      Matcher m(g);
+      ASSERT_TRUE(m.accept_bytes("\"" + std::string(static_cast<size_t>(n), 'a') + tail));
+      m.fill_next_token_bitmask(mask);
+      const std::vector<bool> want = naive_mask(m, vocab);
+      for (size_t id = 0; id < vocab.size(); ++id) {
+        ASSERT_EQ(bit(mask, id), want[id])
+            << n << " items" << tail << ", token '" << vocab.bytes(static_cast<TokenId>(id)) << "'";
+      }
+    }
+  }
+  // After n <= 21 items more than 7 may follow the one begun: those 44 states take the
+  // unbounded repetition's 2 masks; n = 22..30 have a mask each, and so do 22..29 + "\\".
+  EXPECT_EQ(g->automaton().num_cached_masks(), 2u + 9u + 8u);
+  check_masks_on_walks(g, 30, 40, 1, 3);
+}
+
 TEST(Matcher, StopTokenOnlyWhenCompleteThenTerminated) {
   const TokenVocab vocab = byte_vocab();
   auto g = CompiledGrammar::compile(parse_gbnf(R"(root ::= "ab" "c"?)"), vocab);
