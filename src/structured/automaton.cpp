@@ -271,7 +271,17 @@ int32_t Automaton::step_locked(int32_t state, uint8_t byte) {
     expand(next, step_out_, acc, ctx);
   }
   const int32_t result = step_out_.empty() && !acc && !ctx ? kDead : intern(step_out_, acc, ctx);
-  trans_[idx] = result;
+  // The step depends only on which stacks' byte sets hold the byte: every byte in the same
+  // ones leads to the same state (a walk meets most of a row's bytes).
+  ByteSet same;
+  same.set();
+  for (int32_t s : states_[static_cast<size_t>(state)].stacks) {
+    const int32_t pos = nodes_[static_cast<size_t>(s)].first;
+    const ByteSet& set = byte_sets_[static_cast<size_t>(elems_[static_cast<size_t>(pos)].arg)];
+    same &= set[byte] ? set : ~set;
+  }
+  const size_t row = static_cast<size_t>(state) * 256;
+  for (size_t b = same._Find_first(); b < 256; b = same._Find_next(b)) trans_[row + b] = result;
   return result;
 }
 
@@ -355,21 +365,47 @@ int32_t Automaton::truncate(int32_t state) {
   return intern(stacks, false, false);
 }
 
-uint8_t Automaton::text_loops(int32_t state) {
-  if (states_[static_cast<size_t>(state)].text_loops < 0) {
-    uint8_t loops = 0;
-    for (uint8_t k = 1; k <= TokenVocab::kTextClasses; k <<= 1) {
-      bool all = true;
-      for (int b = 0; b < 256 && all; ++b)
-        if ((TokenVocab::text_classes(static_cast<uint8_t>(b)) & k) &&
-            step_locked(state, static_cast<uint8_t>(b)) != state)
-          all = false;
-      if (all) loops |= k;
+bool Automaton::holds_class(int32_t state, uint8_t cls) {
+  // Every (position in a run of the class, state) pair reachable from (0, state) must be
+  // live. A run that keeps making new states (a count near its bound, a stop word's
+  // prefixes times the positions inside a character) fails at the cap, which is what
+  // JSON strings and XML values need (up to 20 pairs).
+  constexpr size_t kMaxPairs = 24;
+  if (!live(state)) return false;
+  text_pairs_.assign(1, {0, state});
+  for (size_t i = 0; i < text_pairs_.size(); ++i) {
+    const auto [at, s] = text_pairs_[i];
+    for (int b = 0; b < 256; ++b) {
+      const int next_at = TokenVocab::text_step(cls, at, static_cast<uint8_t>(b));
+      if (next_at < 0) continue;
+      const int32_t t = step_locked(s, static_cast<uint8_t>(b));
+      if (!live(t)) return false;
+      const std::pair<int, int32_t> p{next_at, t};
+      if (std::find(text_pairs_.begin(), text_pairs_.end(), p) != text_pairs_.end()) continue;
+      if (text_pairs_.size() == kMaxPairs) return false;
+      text_pairs_.push_back(p);
     }
-    // Indexed anew: the steps may have grown states_.
-    states_[static_cast<size_t>(state)].text_loops = static_cast<int8_t>(loops);
   }
-  return static_cast<uint8_t>(states_[static_cast<size_t>(state)].text_loops);
+  return true;
+}
+
+bool Automaton::holds_text(int32_t state, uint8_t classes) {
+  // A subtree's strings are no longer than a token: the canonical state lives through the
+  // same ones.
+  state = canonical(state);
+  for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+    const auto cls = static_cast<uint8_t>(1 << c);
+    if (!(classes & cls)) continue;
+    if (!(states_[static_cast<size_t>(state)].text_known & cls)) {
+      const bool held = holds_class(state, cls);
+      // Indexed anew: the steps may have grown states_.
+      State& st = states_[static_cast<size_t>(state)];
+      st.text_known |= cls;
+      if (held) st.text_held |= cls;
+    }
+    if (states_[static_cast<size_t>(state)].text_held & cls) return true;
+  }
+  return false;
 }
 
 const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
@@ -385,9 +421,23 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
   };
   walk_states_[0] = truncated;
   walk_context_[0] = 0;
+  // Every token of a subtree is allowed: its strings all live.
+  auto allow_subtree = [&](size_t node) {
+    const size_t end = static_cast<size_t>(trie[node].subtree_end);
+    for (size_t k = static_cast<size_t>(trie[node].token_begin); k < subtree_tokens_end(end); ++k) {
+      const auto id = static_cast<uint32_t>(tokens[k]);
+      lm.allowed[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+    return end;
+  };
   for (size_t i = 0; i < n;) {
     const TokenVocab::TrieNode& t = trie[i];
-    const int32_t s = step_locked(walk_states_[t.depth - 1], t.byte);
+    const int32_t parent = walk_states_[t.depth - 1];
+    if (t.text_from && holds_text(parent, t.text_from)) {
+      i = allow_subtree(i);
+      continue;
+    }
+    const int32_t s = step_locked(parent, t.byte);
     if (s == kDead) {
       const size_t end = static_cast<size_t>(t.subtree_end);
       if (walk_context_[t.depth - 1]) {  // popped into the context earlier: can't tell here
@@ -399,15 +449,9 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
       continue;
     }
     const bool ok = live(s);
-    if (t.classes_below && ok && states_[static_cast<size_t>(s)].text_loops != 0 &&
-        static_cast<size_t>(t.subtree_end) > i + 1 && (t.classes_below & text_loops(s))) {
-      // Every token of the subtree ends in s: all allowed.
-      const size_t end = static_cast<size_t>(t.subtree_end);
-      for (size_t k = static_cast<size_t>(t.token_begin); k < subtree_tokens_end(end); ++k) {
-        const auto id = static_cast<uint32_t>(tokens[k]);
-        lm.allowed[id >> 5] |= uint32_t{1} << (id & 31);
-      }
-      i = end;
+    if (t.text_below && ok && static_cast<size_t>(t.subtree_end) > i + 1 &&
+        holds_text(s, t.text_below)) {
+      i = allow_subtree(i);
       continue;
     }
     walk_states_[t.depth] = s;

@@ -17,10 +17,11 @@
 // walk (cached, shared by every state with the same top) sorts tokens into
 // allowed whatever the context, rejected, or uncertain (the token pops into
 // the context). Only the uncertain tokens are then checked against the full
-// state. A walk that reaches a trie node in a state that every byte of a text class
-// (TokenVocab::text_classes) leads back to, with only bytes of that class below the node,
-// takes the node's whole subtree as allowed without stepping through it: text inside a
-// JSON string or an XML tool call's value, which is most of the vocabulary.
+// state. A walk that reaches a trie node in a state that lives through every string of a
+// text class (TokenVocab::text_step: printable ASCII but a few bytes, and UTF-8 past it),
+// with only strings of that class in the node's subtree, takes the whole subtree as
+// allowed without stepping through it: text inside a JSON string or an XML tool call's
+// value, which is most of the vocabulary.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +71,8 @@ class Automaton {
     std::vector<int32_t> stacks;  // sorted stack-node ids, each top a kBytes position
     bool accepting = false;
     bool context = false;  // some path popped into the CONTEXT sentinel here
-    int8_t text_loops = -1;  // the text classes whose every byte leads back here; -1: unknown
+    // The text classes (TokenVocab) checked so far, and those this state lives through.
+    uint8_t text_known = 0, text_held = 0;
     int32_t canonical = -2;  // the state with the same mask (canonical()); -2: unknown
   };
   // A position of a bounded repetition's rule opt_k (Grammar::append_repeat's chain for
@@ -99,7 +101,10 @@ class Automaton {
   bool live(int32_t state) const;
   int32_t truncate(int32_t state);
   const LocalMask& local_mask(int32_t truncated);
-  uint8_t text_loops(int32_t state);
+  // Whether `state` lives through every string of one of the text classes in `classes`
+  // (each checked once per state).
+  bool holds_text(int32_t state, uint8_t classes);
+  bool holds_class(int32_t state, uint8_t cls);
   int32_t step_locked(int32_t state, uint8_t byte);
   void compute_mask(int32_t state, std::vector<uint32_t>& mask);
 
@@ -123,6 +128,7 @@ class Automaton {
   int32_t context_node_ = -1;
   size_t mask_bytes_ = 0;
   std::vector<int32_t> work_, step_out_;  // scratch of expand() / step_locked()
+  std::vector<std::pair<int, int32_t>> text_pairs_;  // scratch of holds_class()
   std::vector<int32_t> walk_states_;      // per trie depth: the state there
   std::vector<uint8_t> walk_context_;     // per trie depth: CONTEXT reached on the way
   int32_t initial_ = kDead;

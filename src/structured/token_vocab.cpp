@@ -66,7 +66,7 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       path.push_back(static_cast<int32_t>(trie_.size()));
       const auto t = static_cast<int32_t>(trie_tokens_.size());
       trie_.push_back(
-          TrieNode{static_cast<uint8_t>(s[d]), 0, static_cast<uint16_t>(d + 1), -1, t, t});
+          TrieNode{static_cast<uint8_t>(s[d]), 0, 0, static_cast<uint16_t>(d + 1), -1, t, t});
     }
     max_token_bytes_ = std::max(max_token_bytes_, s.size());
     TrieNode& last = trie_[static_cast<size_t>(path.back())];
@@ -78,17 +78,64 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   }
   for (int32_t n : path)
     trie_[static_cast<size_t>(n)].subtree_end = static_cast<int32_t>(trie_.size());
-  // Node i's descendants are trie_[i + 1, subtree_end): a class holds them all when none
-  // of them has a byte outside it (a prefix count per class).
-  for (uint8_t k = 1; k <= kTextClasses; k <<= 1) {
-    std::vector<int32_t> outside(trie_.size() + 1, 0);
-    for (size_t i = 0; i < trie_.size(); ++i)
-      outside[i + 1] = outside[i] + ((text_classes(trie_[i].byte) & k) ? 0 : 1);
-    for (size_t i = 0; i < trie_.size(); ++i) {
+  // Bottom-up: the positions (bits) from which a node's byte and every path below it stay
+  // in the class, from its children's.
+  std::vector<uint8_t> from(trie_.size());
+  for (int c = 0; c < kTextClasses; ++c) {
+    const auto cls = static_cast<uint8_t>(1 << c);
+    for (size_t i = trie_.size(); i-- > 0;) {
+      uint8_t below = 0xFF;
       const auto end = static_cast<size_t>(trie_[i].subtree_end);
-      if (outside[end] == outside[i + 1]) trie_[i].classes_below |= k;
+      for (size_t j = i + 1; j < end; j = static_cast<size_t>(trie_[j].subtree_end)) {
+        below &= from[j];
+      }
+      uint8_t f = 0;
+      for (int at = 0; at < kTextPositions; ++at) {
+        const int next = text_step(cls, at, trie_[i].byte);
+        if (next >= 0 && ((below >> next) & 1)) f |= static_cast<uint8_t>(1 << at);
+      }
+      from[i] = f;
+      if (f & 1) trie_[i].text_from |= cls;
+      if (below & 1) trie_[i].text_below |= cls;
     }
   }
+}
+
+int TokenVocab::text_step(uint8_t cls, int at, uint8_t byte) {
+  // Inside a character: 1-3 continuation bytes due; 4: after E0 (A0-BF, then 1); 5: after
+  // ED (80-9F: no surrogates); 6: after F0 (90-BF, then 2); 7: after F4 (80-8F, then 2).
+  const bool cont = byte >= 0x80 && byte <= 0xBF;
+  switch (at) {
+    case 1:
+    case 2:
+    case 3:
+      return cont ? at - 1 : -1;
+    case 4:
+      return byte >= 0xA0 && byte <= 0xBF ? 1 : -1;
+    case 5:
+      return byte >= 0x80 && byte <= 0x9F ? 1 : -1;
+    case 6:
+      return byte >= 0x90 && byte <= 0xBF ? 2 : -1;
+    case 7:
+      return byte >= 0x80 && byte <= 0x8F ? 2 : -1;
+    default:
+      break;
+  }
+  if (byte < 0x80) {
+    const bool printable = byte >= 0x20 && byte < 0x7F;
+    const bool in = (cls & (kJsonUtf8 | kJsonText)) ? printable && byte != '"' && byte != '\\'
+                                                    : (printable && byte != '<') || byte == '\t';
+    return in ? 0 : -1;
+  }
+  if (!(cls & (kJsonUtf8 | kMarkupUtf8))) return -1;
+  if (byte >= 0xC2 && byte <= 0xDF) return 1;
+  if (byte == 0xE0) return 4;
+  if (byte == 0xED) return 5;
+  if (byte >= 0xE1 && byte <= 0xEF) return 2;
+  if (byte == 0xF0) return 6;
+  if (byte >= 0xF1 && byte <= 0xF3) return 3;
+  if (byte == 0xF4) return 7;
+  return -1;
 }
 
 bool TokenVocab::is_stop(TokenId id) const {

@@ -24,14 +24,17 @@ using TokenId = int32_t;
 // a mask walks each shared prefix once.
 class TokenVocab {
  public:
-  // One trie node: the byte on the edge into it, the text classes (text_classes) that
-  // hold every byte below it (its descendants' edges), its depth (1 = first byte), the end
-  // of its subtree (index one past its last descendant), and the tokens whose bytes end
-  // here: trie_tokens()[token_begin, token_end).
+  // One trie node: the byte on the edge into it, the text classes (text_step) that hold
+  // it followed by any path below it (text_from) and that hold every path below it
+  // (text_below), both read from a character boundary, its depth (1 = first byte), the
+  // end of its subtree (index one past its last descendant), and the tokens whose bytes
+  // end here: trie_tokens()[token_begin, token_end).
   struct TrieNode {
     uint8_t byte;
-    uint8_t classes_below;  // a mask walk in a state that loops on every byte of one of
-                            // these classes takes the whole subtree
+    // A mask walk in a state that lives through every string of one of these classes
+    // takes the whole subtree: from the state before the node (text_from) or after it.
+    uint8_t text_from : 4;
+    uint8_t text_below : 4;
     uint16_t depth;
     int32_t subtree_end;
     int32_t token_begin, token_end;
@@ -64,15 +67,19 @@ class TokenVocab {
   std::span<const TokenId> stop_ids() const { return stop_ids_; }
   std::span<const TrieNode> trie() const { return trie_; }
   std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
-  // Byte classes of running text, each a bit: kJsonText, printable ASCII but '"' and
-  // '\\' (what a JSON string holds raw); kMarkupText, printable ASCII but '<', plus tab
-  // (an XML tool call's raw value, whose closing tag starts with a newline).
-  static constexpr uint8_t kJsonText = 1, kMarkupText = 2, kTextClasses = 3;
-  static uint8_t text_classes(uint8_t b) {
-    const bool printable = b >= 0x20 && b < 0x7F;
-    return uint8_t((printable && b != '"' && b != '\\' ? kJsonText : 0) |
-                   ((printable && b != '<') || b == '\t' ? kMarkupText : 0));
-  }
+  // Classes of running text, each a bit; a class holds a byte string when it is the start
+  // of a run of the class's characters in UTF-8 (it may stop inside a character).
+  // kJsonText: printable ASCII but '"' and '\\' (what a JSON string holds raw);
+  // kMarkupText: printable ASCII but '<', plus tab (an XML tool call's raw value, whose
+  // closing tag starts with a newline); kJsonUtf8 / kMarkupUtf8: the same plus every code
+  // point past ASCII (surrogates excluded), which is what those grammars allow there.
+  static constexpr uint8_t kJsonUtf8 = 1, kMarkupUtf8 = 2, kJsonText = 4, kMarkupText = 8;
+  static constexpr int kTextClasses = 4;
+  // Positions inside a run: 0 between characters, 1..7 inside a multi-byte one.
+  static constexpr int kTextPositions = 8;
+  // The position after `byte` from position `at` (0 <= at < kTextPositions) in a run of
+  // class `cls` (one bit), or -1 when no string of the class goes on with it.
+  static int text_step(uint8_t cls, int at, uint8_t byte);
 
  private:
   std::vector<std::string> bytes_;

@@ -329,19 +329,24 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
   std::mt19937 rng(3);
   std::vector<std::string> bytes;
   for (int i = 0; i < 500; ++i) {
-    std::string s(rng() % 5, '\0');
-    for (char& c : s) c = "abc\xff"[rng() % 4];
+    // ASCII (some outside the text classes), UTF-8 whole and cut, and invalid bytes.
+    static const char* kPieces[] = {"a",    "b",  "\"",           "<",    "\t",  "\xC3\xA9", "\xC3",
+                                    "\xA9", "\n", "\xE4\xB8\xAD", "\xE4", "\xFF"};
+    std::string s;
+    for (size_t k = rng() % 5; k > 0; --k) s += kPieces[rng() % std::size(kPieces)];
     bytes.push_back(s);
   }
   const TokenVocab vocab(bytes, {7, 7});
   EXPECT_EQ(vocab.stop_ids().size(), 1u);
   std::vector<int> seen(bytes.size(), 0);
   std::string path;
+  std::vector<std::string> spelled(vocab.trie().size());  // per node: its bytes from the root
   for (size_t i = 0; i < vocab.trie().size(); ++i) {
     const TokenVocab::TrieNode& n = vocab.trie()[i];
     ASSERT_LE(n.depth, path.size() + 1);
     path.resize(n.depth - 1);
     path += static_cast<char>(n.byte);
+    spelled[i] = path;
     ASSERT_GT(n.subtree_end, static_cast<int32_t>(i));
     for (int32_t k = n.token_begin; k < n.token_end; ++k) {
       const TokenId id = vocab.trie_tokens()[static_cast<size_t>(k)];
@@ -352,20 +357,56 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
   for (size_t id = 0; id < bytes.size(); ++id) {
     EXPECT_EQ(seen[id], bytes[id].empty() || id == 7 ? 0 : 1) << id;
   }
-  // classes_below: the text classes holding every descendant edge's byte (brute force).
+  // text_from / text_below: the classes holding the strings from the node (below it)
+  // down to each descendant, brute force from text_step.
+  auto holds = [](uint8_t cls, std::string_view str) {
+    int at = 0;
+    for (char c : str) {
+      if ((at = TokenVocab::text_step(cls, at, static_cast<uint8_t>(c))) < 0) return false;
+    }
+    return true;
+  };
+  int utf8_from = 0;
   for (size_t i = 0; i < vocab.trie().size(); ++i) {
-    uint8_t classes = TokenVocab::kTextClasses;
-    for (size_t j = i + 1; j < static_cast<size_t>(vocab.trie()[i].subtree_end); ++j)
-      classes &= TokenVocab::text_classes(vocab.trie()[j].byte);
-    EXPECT_EQ(vocab.trie()[i].classes_below, classes) << i;
+    const TokenVocab::TrieNode& n = vocab.trie()[i];
+    uint8_t from = 0, below = 0;
+    for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+      const auto cls = static_cast<uint8_t>(1 << c);
+      bool all_from = true, all_below = true;
+      for (size_t j = i; j < static_cast<size_t>(n.subtree_end); ++j) {
+        const std::string_view tail = std::string_view(spelled[j]).substr(n.depth - 1);
+        all_from &= holds(cls, tail);
+        if (j > i) all_below &= holds(cls, tail.substr(1));
+      }
+      if (all_from) from |= cls;
+      if (all_below) below |= cls;
+    }
+    EXPECT_EQ(n.text_from, from) << i << " '" << spelled[i] << "'";
+    EXPECT_EQ(n.text_below, below) << i << " '" << spelled[i] << "'";
+    utf8_from += (from & TokenVocab::kJsonUtf8) && !(from & TokenVocab::kJsonText);
   }
-  EXPECT_EQ(TokenVocab::text_classes('a'), TokenVocab::kJsonText | TokenVocab::kMarkupText);
-  EXPECT_EQ(TokenVocab::text_classes('"'), TokenVocab::kMarkupText);
-  EXPECT_EQ(TokenVocab::text_classes('\\'), TokenVocab::kMarkupText);
-  EXPECT_EQ(TokenVocab::text_classes('<'), TokenVocab::kJsonText);
-  EXPECT_EQ(TokenVocab::text_classes('\t'), TokenVocab::kMarkupText);
-  for (int b : {0x00, 0x0a, 0x1f, 0x7f, 0x80, 0xff})
-    EXPECT_EQ(TokenVocab::text_classes(uint8_t(b)), 0);
+  EXPECT_GT(utf8_from, 0);
+  const uint8_t kAll = TokenVocab::kJsonUtf8 | TokenVocab::kMarkupUtf8 | TokenVocab::kJsonText |
+                       TokenVocab::kMarkupText;
+  auto classes_of = [&](std::string_view str) {
+    uint8_t out = 0;
+    for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+      if (holds(static_cast<uint8_t>(1 << c), str)) out |= static_cast<uint8_t>(1 << c);
+    }
+    return out;
+  };
+  EXPECT_EQ(classes_of("a b~"), kAll);
+  EXPECT_EQ(classes_of("\"\\"), TokenVocab::kMarkupUtf8 | TokenVocab::kMarkupText);
+  EXPECT_EQ(classes_of("<"), TokenVocab::kJsonUtf8 | TokenVocab::kJsonText);
+  EXPECT_EQ(classes_of("\t"), TokenVocab::kMarkupUtf8 | TokenVocab::kMarkupText);
+  EXPECT_EQ(classes_of("caf\xC3\xA9 \xE4\xB8"), TokenVocab::kJsonUtf8 | TokenVocab::kMarkupUtf8);
+  EXPECT_EQ(classes_of("\xF0\x9F\x98\x80\xF4\x8F"),
+            TokenVocab::kJsonUtf8 | TokenVocab::kMarkupUtf8);
+  // Continuation first, overlong, surrogate, past U+10FFFF, controls: no class.
+  for (const char* bad :
+       {"\xA9", "\xC0\x80", "\xE0\x80", "\xED\xA0", "\xF4\x90", "\xF5", "\n", "\x7F", "\x1F"}) {
+    EXPECT_EQ(classes_of(bad), 0) << bad;
+  }
   size_t longest = 0;
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (id != 7) longest = std::max(longest, bytes[id].size());
