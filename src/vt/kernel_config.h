@@ -47,6 +47,10 @@ struct KernelConfig {
   // shared_gemv.cu) up to the measured bound of 8 tokens, up to 16 (their limit), or never
   // (the composition: moe_experts twice, the gate, the sum).
   Toggle moe_gemv = Toggle::kAuto;
+  // VTLLM_MOE_ROUTER=auto|1|0: moe_router's one kernel (vt/cuda/moe/router.cu: the router
+  // GEMV, the softmax and the top-k) wherever it applies (1: up to 8 tokens), or never
+  // (auto and 0: linear, then moe_route; measured on the H200, the kernel is not faster).
+  Toggle moe_router = Toggle::kAuto;
   // VTLLM_ATTN_DECODE=mma|cuda_cores.
   AttnDecodeKernel attn_decode = AttnDecodeKernel::kTensorCores;
   // VTLLM_GDN_DECODE=rows|warp.

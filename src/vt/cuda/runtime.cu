@@ -70,6 +70,7 @@ void StreamStateDeleter::operator()(StreamState* s) const noexcept {
     unregister_stream(s->device, s->stream);
   }
   if (s->workspace) cudaFree(s->workspace);
+  if (s->grid_ticket) cudaFree(s->grid_ticket);
   for (void* p : s->scratch)
     if (p) cudaFree(p);
   for (void* p : s->retired_scratch) cudaFree(p);
@@ -91,6 +92,8 @@ StreamStatePtr create_stream_state(int device, const KernelConfig* kernels) {
   register_stream(device, s->stream);
   VT_CUBLAS_CHECK(cublasLtCreate(&s->cublaslt));
   VT_CUDA_CHECK(cudaMalloc(&s->workspace, StreamState::kWorkspaceBytes));
+  VT_CUDA_CHECK(cudaMalloc(&s->grid_ticket, sizeof(unsigned)));
+  VT_CUDA_CHECK(cudaMemsetAsync(s->grid_ticket, 0, sizeof(unsigned), s->stream));
   VT_CUDA_CHECK(cudaDeviceGetAttribute(&s->num_sms, cudaDevAttrMultiProcessorCount, device));
   return s;
 }

@@ -37,6 +37,12 @@ struct StreamState {
   GemmPlans* gemm_plans = nullptr;
   HostStaging staging;  // pinned ring for host-to-device uploads
   int num_sms = 0;  // multiprocessors of `device`, for grid heuristics
+  // A device word that is zero between kernels: a kernel whose last block to finish does
+  // the grid's final step (moe/router.cu) counts its blocks on it and sets it back to
+  // zero before exiting, so a graph replay finds it zero again. Kernels of one stream run
+  // one after another (a PDL-launched one waits for its predecessor before reading), so
+  // one word serves all of them.
+  unsigned* grid_ticket = nullptr;
   // CUDA graphs (vt/cuda/graph.cu): a capture is open on the stream; scratch buffers
   // have been seen by a capture, so growing one retires the old buffer (kept until the
   // stream goes) instead of freeing it under a graph that still points at it.

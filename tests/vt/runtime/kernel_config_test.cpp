@@ -13,9 +13,9 @@ namespace vt {
 namespace {
 
 // Every variable KernelConfig::from_env reads or refuses.
-const char* const kVariables[] = {"VTLLM_PDL",      "VTLLM_GEMM_SKINNY", "VTLLM_GDN_FUSED",
-                                  "VTLLM_MOE_GEMV", "VTLLM_ATTN_DECODE", "VTLLM_GDN_DECODE",
-                                  "VTLLM_GEMM_PDL", "VTLLM_GDN_PREFILL"};
+const char* const kVariables[] = {"VTLLM_PDL",        "VTLLM_GEMM_SKINNY", "VTLLM_GDN_FUSED",
+                                  "VTLLM_MOE_GEMV",   "VTLLM_MOE_ROUTER",  "VTLLM_ATTN_DECODE",
+                                  "VTLLM_GDN_DECODE", "VTLLM_GEMM_PDL",    "VTLLM_GDN_PREFILL"};
 
 // Clears the kernel variables for the test and restores what the process had after it
 // (the test binary may run under a switch).
@@ -63,11 +63,12 @@ TEST_F(KernelConfigEnv, UnsetIsTheShippedDefault) {
   EXPECT_EQ(c.gemm_skinny, Toggle::kAuto);
   EXPECT_EQ(c.gdn_fused, Toggle::kAuto);
   EXPECT_EQ(c.moe_gemv, Toggle::kAuto);
+  EXPECT_EQ(c.moe_router, Toggle::kAuto);
   EXPECT_EQ(c.attn_decode, AttnDecodeKernel::kTensorCores);
   EXPECT_EQ(c.gdn_decode, GdnDecodeKernel::kRows);
   EXPECT_EQ(c.str(),
-            "pdl=auto gemm_skinny=auto gdn_fused=auto moe_gemv=auto attn_decode=mma "
-            "gdn_decode=rows");
+            "pdl=auto gemm_skinny=auto gdn_fused=auto moe_gemv=auto moe_router=auto "
+            "attn_decode=mma gdn_decode=rows");
 }
 
 TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
@@ -88,6 +89,10 @@ TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
       {"VTLLM_GDN_FUSED", "0", [](const KernelConfig& c) { EXPECT_EQ(c.gdn_fused, Toggle::kOff); }},
       {"VTLLM_MOE_GEMV", "1", [](const KernelConfig& c) { EXPECT_EQ(c.moe_gemv, Toggle::kOn); }},
       {"VTLLM_MOE_GEMV", "0", [](const KernelConfig& c) { EXPECT_EQ(c.moe_gemv, Toggle::kOff); }},
+      {"VTLLM_MOE_ROUTER", "1",
+       [](const KernelConfig& c) { EXPECT_EQ(c.moe_router, Toggle::kOn); }},
+      {"VTLLM_MOE_ROUTER", "0",
+       [](const KernelConfig& c) { EXPECT_EQ(c.moe_router, Toggle::kOff); }},
       {"VTLLM_ATTN_DECODE", "mma",
        [](const KernelConfig& c) { EXPECT_EQ(c.attn_decode, AttnDecodeKernel::kTensorCores); }},
       {"VTLLM_ATTN_DECODE", "cuda_cores",
@@ -109,6 +114,7 @@ TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
     if (std::string(k.name) == "VTLLM_GEMM_SKINNY") rest.gemm_skinny = d.gemm_skinny;
     if (std::string(k.name) == "VTLLM_GDN_FUSED") rest.gdn_fused = d.gdn_fused;
     if (std::string(k.name) == "VTLLM_MOE_GEMV") rest.moe_gemv = d.moe_gemv;
+    if (std::string(k.name) == "VTLLM_MOE_ROUTER") rest.moe_router = d.moe_router;
     if (std::string(k.name) == "VTLLM_ATTN_DECODE") rest.attn_decode = d.attn_decode;
     if (std::string(k.name) == "VTLLM_GDN_DECODE") rest.gdn_decode = d.gdn_decode;
     EXPECT_EQ(rest, d);
@@ -125,7 +131,7 @@ TEST_F(KernelConfigEnv, RejectsOtherValuesNamingTheVariableAndTheAcceptedOnes) {
   for (const Case& k :
        {Case{"VTLLM_PDL", "yes", "auto, 1, 0"}, Case{"VTLLM_PDL", "", "auto, 1, 0"},
         Case{"VTLLM_GEMM_SKINNY", "2", "auto, 1, 0"}, Case{"VTLLM_GDN_FUSED", "on", "auto, 1, 0"},
-        Case{"VTLLM_MOE_GEMV", "yes", "auto, 1, 0"},
+        Case{"VTLLM_MOE_GEMV", "yes", "auto, 1, 0"}, Case{"VTLLM_MOE_ROUTER", "2", "auto, 1, 0"},
         Case{"VTLLM_ATTN_DECODE", "tc", "mma, cuda_cores"},
         Case{"VTLLM_GDN_DECODE", "Rows", "rows, warp"}}) {
     setenv(k.name, k.value, 1);
