@@ -82,6 +82,40 @@ void moe_route(Stream& s, const Tensor& logits, int64_t k, Tensor& topk_ids, Ten
 #endif
 }
 
+void moe_router(Stream& s, const Tensor& x, const Tensor& router_w, int64_t k, Tensor& logits,
+                Tensor& topk_ids, Tensor& topk_weights) {
+  OpScope prof(s, "moe_router");
+  const char* op = "moe_router";
+  expect_dtype(x, op, "x", kActDTypes);
+  expect_dtype(router_w, op, "router_w", kActDTypes);
+  expect_dtype(logits, op, "logits", kActDTypes);
+  VT_CHECK(x.dim() == 2, op, ": x ", x.str(), " must be [tokens, hidden]");
+  VT_CHECK(router_w.dim() == 2 && router_w.size(0) > 0 && router_w.size(1) == x.size(1), op,
+           ": router_w ", router_w.str(), " must be [experts, ", x.size(1), "] for x ", x.str());
+  const int64_t T = x.size(0), H = x.size(1), E = router_w.size(0);
+  expect_shape(logits, op, "logits", {T, E});
+  VT_CHECK(k >= 1 && k <= E, op, ": k = ", k, " must be in [1, ", E, "]");
+  expect_routing(topk_ids, topk_weights, op, T, k);
+  expect_device(s, op, {&x, &router_w, &logits, &topk_ids, &topk_weights});
+  expect_no_alias(x, logits, op, "x");
+  expect_no_alias(router_w, logits, op, "router_w");
+  expect_no_alias(logits, topk_weights, op, "logits");
+  if (prof.active()) {  // x and the router read, logits written, the routing written; 2 T E H
+    const double t = double(T), e = double(E), h = double(H);
+    prof.set_cost(t * h * double(x.itemsize()) + e * h * double(router_w.itemsize()) +
+                      t * e * double(logits.itemsize()) +
+                      t * double(k) * double(4 + topk_weights.itemsize()),
+                  2 * t * e * h);
+  }
+  if (T == 0) return;
+#if VTLLM_WITH_CUDA
+  if (!s.device().is_cpu() && cuda::moe_router(s, x, router_w, k, logits, topk_ids, topk_weights))
+    return;
+#endif
+  linear(s, x, router_w, logits);
+  moe_route(s, logits, k, topk_ids, topk_weights);
+}
+
 void moe_experts(Stream& s, const Tensor& x, const Tensor& gate_up, const Tensor& down,
                  const Tensor& topk_ids, const Tensor& topk_weights, Tensor& out) {
   OpScope prof(s, "moe_experts");

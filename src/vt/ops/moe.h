@@ -20,6 +20,19 @@ namespace vt {
 //   in f32, rounded to topk_weights' dtype. 1 <= k <= E.
 void moe_route(Stream& s, const Tensor& logits, int64_t k, Tensor& topk_ids, Tensor& topk_weights);
 
+// The router and the routing in one op, so a backend can fuse them: exactly
+//   linear(x, router_w) -> logits; moe_route(logits, k) -> topk_ids, topk_weights
+// with x [T, H] and router_w [E, H] in {f32, bf16, f16} (last dim stride 1), logits
+// [T, E] (written: one rounding to its dtype, as linear writes it), the rest as moe_route
+// takes them; logits must not overlap x, router_w or topk_weights. Every backend runs
+// that composition except CUDA for decode batches when KernelConfig::moe_router is on
+// (T <= 8, x and router_w bf16 and contiguous, H % 8 == 0): one kernel with the same
+// rounding points and routing code, whose dot products sum in another f32 order than
+// linear's (logits within a bf16 rounding of the composition's; equal where the sums
+// are exact).
+void moe_router(Stream& s, const Tensor& x, const Tensor& router_w, int64_t k, Tensor& logits,
+                Tensor& topk_ids, Tensor& topk_weights);
+
 // The routed experts' SwiGLU, weighted and summed over k:
 //   x [T, H]; gate_up [E, 2I, H] (rows 0..I-1 the gate, I..2I-1 the up projection);
 //   down [E, H, I]; topk_ids / topk_weights [T, k] from moe_route; out [T, H].
