@@ -66,11 +66,11 @@ def throughput(tmp):
                 for i, t in enumerate(cfg["layer_types"])}
         check(layers == want, f"{name}: layers {layers}, want {want}")
         ops = {(o["region"], o["op"]) for o in b["ops"]}
-        for need in [("moe", "moe_experts_shared"), ("moe", "moe_route"), ("attn", "paged_attention"),
+        for need in [("moe", "moe_experts_shared"), ("moe", "moe_router"), ("attn", "paged_attention"),
                      ("gdn", "causal_conv1d_silu"), ("lm_head", "linear"), ("embed", "embedding")]:
             check(need in ops, f"{name}: {need} in the breakdown")
         calls = {(o["region"], o["op"]): o["calls"] for o in b["ops"]}
-        check(calls.get(("moe", "moe_route")) == L, f"{name}: one moe_route per layer per step")
+        check(calls.get(("moe", "moe_router")) == L, f"{name}: one moe_router per layer per step")
         e = r["experts"]
         T = r["tokens_per_step"]
         expected = E * (1 - (1 - k / E) ** T)

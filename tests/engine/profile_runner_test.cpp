@@ -94,6 +94,7 @@ TEST_P(ProfiledStep, NamesEveryLayersOpsAndFitsInTheStep) {
     }
     const std::set<std::string>& f = seen[{ffn, i}];
     EXPECT_TRUE(f.count(t.moe ? "moe_experts_shared" : "silu_and_mul"));
+    EXPECT_TRUE(!t.moe || f.count("moe_router"));  // one op: its linear and moe_route inside
     EXPECT_TRUE(f.count("add_rms_norm"));
   }
   // Nothing is named with a layer the model does not have, and the ends are there.

@@ -1,6 +1,5 @@
 #include "models/layers/moe.h"
 
-#include "vt/ops/gemm.h"
 #include "vt/ops/moe.h"
 #include "vt/profile.h"
 
@@ -30,10 +29,9 @@ void SparseMoeBlock::forward(vt::Stream& s, const vt::Tensor& x, vt::Tensor& out
   const vt::DType dt = x.dtype();
   const vt::Device dev = x.device();
   vt::Tensor logits = vt::Tensor::empty({T, experts_}, dt, dev);
-  vt::linear(s, x, router_, logits);
   vt::Tensor ids = vt::Tensor::empty({T, top_k_}, vt::DType::kI32, dev);
   vt::Tensor weights = vt::Tensor::empty({T, top_k_}, dt, dev);
-  vt::moe_route(s, logits, top_k_, ids, weights);
+  vt::moe_router(s, x, router_, top_k_, logits, ids, weights);
   if (vt::Profiler* p = vt::Profiler::of(s)) p->note_routing(s, ids, experts_);  // count_experts
   vt::moe_experts_shared(s, x, gate_up_, down_, ids, weights, shared_gate_up_, shared_down_,
                          shared_gate_, out);

@@ -1,7 +1,7 @@
 // SparseMoeBlock: the Qwen3.5-MoE feed-forward of every layer (qwen3_5.md §9.2).
 //
-//   logits = x . router^T;  (ids, w) = vt::moe_route(logits, k)   softmax over all E, top-k,
-//                                                                  renormalised
+//   (ids, w) = vt::moe_router(x, router, k)   logits = x . router^T, softmax over all E,
+//                                             top-k, renormalised (one op: fused on CUDA)
 //   routed = vt::moe_experts(x, experts.gate_up_proj, experts.down_proj, ids, w)
 //   shared = SwiGLU_shared(x) * sigmoid(x . shared_expert_gate^T)
 //   out    = routed + shared
