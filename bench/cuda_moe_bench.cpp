@@ -9,6 +9,9 @@
 // moe_experts_shared (the block's routed and shared experts, Is 512) at T = 1..16, graph
 // replays, with KernelConfig::moe_gemv on (the two GEMV kernels) and off (the
 // composition: moe_experts twice, the gate, the add); bytes add the shared expert.
+// moe_router (the router GEMV, softmax and top-k, [256, 2048] router) at T = 1, 8, graph
+// replays, fused (KernelConfig::moe_router on) and composed (off: linear, moe_route);
+// bytes are the router weights (1 MiB), GB/s against the same copy ceiling.
 // Routings: "uniform" (each token k distinct experts uniformly at random: a dummy
 // router; T = 64 touches ~223 of 256) and "skewed" (k distinct experts drawn with
 // probability ~ 1 / (rank + 1), a Zipf-like router: fewer experts, heavier ones).
@@ -123,6 +126,33 @@ void bench_route(int64_t T) {
       double(T * kE) * 2 + double(T * kK) * 6, 0);
 }
 
+// moe_router at the 35B-A3B router ([256, 2048] bf16, k 8), graph replays after an L2
+// flush: KernelConfig::moe_router on (the one fused kernel) and off (the composition,
+// linear then moe_route). Bytes: the router weights alone, the step's only HBM read.
+void bench_router(int64_t T, const vt::Tensor& flush) {
+  vt::Stream& s = *g_gpu;
+  vt::Tensor x = rand_gpu({T, kH}, vt::DType::kBF16, 1.0f, 11);
+  vt::Tensor router = rand_gpu({kE, kH}, vt::DType::kBF16, 0.02f, 12);
+  vt::Tensor logits = vt::Tensor::empty({T, kE}, vt::DType::kBF16, s.device());
+  vt::Tensor ids = vt::Tensor::empty({T, kK}, vt::DType::kI32, s.device());
+  vt::Tensor w = vt::Tensor::empty({T, kK}, vt::DType::kBF16, s.device());
+  const double bytes = double(kE * kH) * 2, flops = 2.0 * double(T * kE * kH);
+  for (bool fused : {true, false})
+    vtbench::with_kernels(
+        [&](vt::KernelConfig& k) { k.moe_router = fused ? vt::Toggle::kOn : vt::Toggle::kOff; },
+        [&] {
+          auto op = [&] { vt::moe_router(s, x, router, kK, logits, ids, w); };
+          op();  // eager first: cuBLASLt's plan outside the capture
+          s.begin_capture();
+          op();
+          vt::cuda::GraphExecPtr graph = s.end_capture();
+          row(std::string("moe_router graph ") + (fused ? "fused" : "linear+moe_route") + " T " +
+                  std::to_string(T) + " (" +
+                  std::to_string(vt::Stream::graph_kernel_nodes(*graph)) + " kernels)",
+              time_ms([&] { s.replay(*graph); }, &flush), bytes, flops);
+        });
+}
+
 }  // namespace
 
 int main() {
@@ -135,6 +165,7 @@ int main() {
   const vt::Tensor down = rand_gpu({kE, kH, kI}, vt::DType::kBF16, 0.04f, 2);
   const vt::Tensor flush = vtbench::l2_flush_buffer();
   for (int64_t T : {1, 8, 32, 64, 512, 4096}) bench_route(T);
+  for (int64_t T : {1, 8}) bench_router(T, flush);
   for (bool skewed : {false, true})
     for (int64_t T : {1, 8, 32, 64, 512, 4096}) bench_shape(T, skewed, gate_up, down, flush);
   for (bool skewed : {false, true})
