@@ -2,6 +2,8 @@
 #include "structured/automaton.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 
 #include "base/error.h"
 
@@ -15,6 +17,27 @@ constexpr size_t kMaskCacheBytes = size_t{128} << 20;
 // (character class, repetition, string rule) plus one, so that text inside a
 // string is context-independent up to its closing quote.
 constexpr int kContextDepth = 4;
+
+// Per text class (bit index), position in a run and next position: the bytes that step
+// from the one to the other (TokenVocab::text_step).
+using TextRuns = std::array<
+    std::array<std::array<ByteSet, TokenVocab::kTextPositions>, TokenVocab::kTextPositions>,
+    TokenVocab::kTextClasses>;
+const TextRuns& text_runs() {
+  static const TextRuns runs = [] {
+    TextRuns r{};
+    for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+      for (int at = 0; at < TokenVocab::kTextPositions; ++at) {
+        for (int b = 0; b < 256; ++b) {
+          const int next = TokenVocab::text_step(static_cast<uint8_t>(1 << c), at, uint8_t(b));
+          if (next >= 0) r[c][at][next].set(b);
+        }
+      }
+    }
+    return r;
+  }();
+  return runs;
+}
 
 // Per rule: whether it derives the empty string.
 std::vector<bool> nullable_rules(const Grammar& g) {
@@ -271,8 +294,15 @@ int32_t Automaton::step_locked(int32_t state, uint8_t byte) {
     expand(next, step_out_, acc, ctx);
   }
   const int32_t result = step_out_.empty() && !acc && !ctx ? kDead : intern(step_out_, acc, ctx);
-  // The step depends only on which stacks' byte sets hold the byte: every byte in the same
-  // ones leads to the same state (a walk meets most of a row's bytes).
+  // A walk meets most of a row's bytes: store the step for all that share it.
+  const ByteSet same = same_step(state, byte);
+  const size_t row = static_cast<size_t>(state) * 256;
+  for (size_t b = same._Find_first(); b < 256; b = same._Find_next(b)) trans_[row + b] = result;
+  return result;
+}
+
+ByteSet Automaton::same_step(int32_t state, uint8_t byte) const {
+  // The step depends only on which stacks' byte sets hold the byte.
   ByteSet same;
   same.set();
   for (int32_t s : states_[static_cast<size_t>(state)].stacks) {
@@ -280,9 +310,7 @@ int32_t Automaton::step_locked(int32_t state, uint8_t byte) {
     const ByteSet& set = byte_sets_[static_cast<size_t>(elems_[static_cast<size_t>(pos)].arg)];
     same &= set[byte] ? set : ~set;
   }
-  const size_t row = static_cast<size_t>(state) * 256;
-  for (size_t b = same._Find_first(); b < 256; b = same._Find_next(b)) trans_[row + b] = result;
-  return result;
+  return same;
 }
 
 int32_t Automaton::step(int32_t state, uint8_t byte) {
@@ -372,18 +400,23 @@ bool Automaton::holds_class(int32_t state, uint8_t cls) {
   // JSON strings and XML values need (up to 20 pairs).
   constexpr size_t kMaxPairs = 24;
   if (!live(state)) return false;
+  const TextRuns& runs = text_runs();
+  const int c = std::countr_zero(cls);
   text_pairs_.assign(1, {0, state});
   for (size_t i = 0; i < text_pairs_.size(); ++i) {
     const auto [at, s] = text_pairs_[i];
-    for (int b = 0; b < 256; ++b) {
-      const int next_at = TokenVocab::text_step(cls, at, static_cast<uint8_t>(b));
-      if (next_at < 0) continue;
-      const int32_t t = step_locked(s, static_cast<uint8_t>(b));
-      if (!live(t)) return false;
-      const std::pair<int, int32_t> p{next_at, t};
-      if (std::find(text_pairs_.begin(), text_pairs_.end(), p) != text_pairs_.end()) continue;
-      if (text_pairs_.size() == kMaxPairs) return false;
-      text_pairs_.push_back(p);
+    for (int next_at = 0; next_at < TokenVocab::kTextPositions; ++next_at) {
+      // One step per group of bytes that the same stacks take (same_step), not per byte.
+      ByteSet left = runs[c][at][next_at];
+      for (size_t b = left._Find_first(); b < 256; b = left._Find_next(b)) {
+        const int32_t t = step_locked(s, static_cast<uint8_t>(b));
+        if (!live(t)) return false;
+        left &= ~same_step(s, static_cast<uint8_t>(b));
+        const std::pair<int, int32_t> p{next_at, t};
+        if (std::find(text_pairs_.begin(), text_pairs_.end(), p) != text_pairs_.end()) continue;
+        if (text_pairs_.size() == kMaxPairs) return false;
+        text_pairs_.push_back(p);
+      }
     }
   }
   return true;

@@ -106,6 +106,8 @@ class Automaton {
   bool holds_text(int32_t state, uint8_t classes);
   bool holds_class(int32_t state, uint8_t cls);
   int32_t step_locked(int32_t state, uint8_t byte);
+  // The bytes whose step from `state` is the same as byte's.
+  ByteSet same_step(int32_t state, uint8_t byte) const;
   void compute_mask(int32_t state, std::vector<uint32_t>& mask);
 
   const TokenVocab& vocab_;
