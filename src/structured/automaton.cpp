@@ -17,10 +17,6 @@ constexpr size_t kMaskCacheBytes = size_t{128} << 20;
 // (character class, repetition, string rule) plus one, so that text inside a
 // string is context-independent up to its closing quote.
 constexpr int kContextDepth = 4;
-// The fewest trie nodes below which a walk asks whether a state lives through a text class
-// (holds_text) to take the subtree whole; a smaller one is walked: cheaper than a check
-// that may explore up to 24 new states (a stop word's prefixes, a count near its bound).
-constexpr int32_t kTextSubtreeMin = 8;
 
 // Per text class (bit index), position in a run and next position: the bytes that step
 // from the one to the other (TokenVocab::text_step).
@@ -476,8 +472,7 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
     const TokenVocab::TrieNode& t = trie[i];
     const int32_t parent = walk_states_[t.depth - 1];
     if (t.depth == 1 ? (root_whole >> t.text_from) & 1
-                     : t.text_from && t.subtree_end - static_cast<int32_t>(i) >= kTextSubtreeMin &&
-                           holds_text(parent, t.text_from)) {
+                     : t.text_from && holds_text(parent, t.text_from)) {
       i = t.depth == 1 ? static_cast<size_t>(t.subtree_end) : allow_subtree(i);
       continue;
     }
@@ -492,7 +487,7 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
       continue;
     }
     const bool ok = live(s);
-    if (t.text_below && ok && t.subtree_end - static_cast<int32_t>(i) > kTextSubtreeMin &&
+    if (t.text_below && ok && static_cast<size_t>(t.subtree_end) > i + 1 &&
         holds_text(s, t.text_below)) {
       i = allow_subtree(i);
       continue;
