@@ -46,13 +46,9 @@ void layer_norm(vt::Stream& s, const vt::Tensor& x, const VisionLayerNorm& n, vt
   vt::layer_norm(s, x, n.weight, n.bias, kLayerNormEps, out);
 }
 
-// One rounding of the f32 rotation (§12.3): in place when dt is f32, else through an
-// f32 buffer copied back into the view.
+// The f32 rotation rounded once to dt, in place (§12.3).
 void rope_2d(vt::Stream& s, vt::Tensor x, const vt::Tensor& cos_sin) {
-  if (x.dtype() == vt::DType::kF32) return vt::rope_neox(s, x, cos_sin, x);
-  vt::Tensor f = vt::Tensor::empty(x.shape(), vt::DType::kF32, x.device());
-  vt::rope_neox(s, x, cos_sin, f);
-  vt::copy(s, f, x);
+  vt::rope_neox(s, x, cos_sin, x, vt::RopeMath::kF32);
 }
 
 class VisionLanguageModel final : public Model {

@@ -22,7 +22,8 @@ struct HeadsView {
   DType dtype;
   int64_t tokens, heads, head_dim, token_stride, head_stride;
 };
-void rope_neox(Stream& s, const HeadsView& x, const Tensor& cos_sin, const HeadsView& out);
+void rope_neox(Stream& s, const HeadsView& x, const Tensor& cos_sin, const HeadsView& out,
+               bool f32_math);
 // Rows [t0, t1) of rope_cos_sin_1d's table (vt/ops/rope.h): positions [T] (any stride),
 // inv_freq [R/2], out [T, R] f32 contiguous with R = out.size(1).
 void rope_cos_sin_rows(const Tensor& positions, const float* inv_freq, const Tensor& out,

@@ -8,7 +8,8 @@
 
 namespace vt::cpu {
 
-void rope_neox(Stream& s, const HeadsView& x, const Tensor& cos_sin, const HeadsView& out) {
+void rope_neox(Stream& s, const HeadsView& x, const Tensor& cos_sin, const HeadsView& out,
+               bool f32_math) {
   const int64_t rd = cos_sin.size(1), half = rd / 2, d = x.head_dim;
   const float* cs = cos_sin.data<float>();
   const int64_t xs = int64_t(dtype_size(x.dtype)), os = int64_t(dtype_size(out.dtype));
@@ -24,7 +25,7 @@ void rope_neox(Stream& s, const HeadsView& x, const Tensor& cos_sin, const Heads
                      load_row(src, x.dtype, d, a.data());
                      const float* c = cs + t * rd;
                      const float* sn = c + half;
-                     if (is_narrow(out.dtype))
+                     if (!f32_math)
                        rope_rotate_rounded(a.data(), c, sn, half, out.dtype);
                      else
                        for (int64_t j = 0; j < half; ++j) {

@@ -30,7 +30,7 @@ void check_table_args(const char* op, const Tensor& positions, int64_t rotary_di
 }
 }  // namespace
 
-void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out) {
+void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out, RopeMath math) {
   OpScope prof(s, "rope_neox");
   const char* op = "rope_neox";
   cpu::HeadsView xv = heads_view(x, op, "x"), ov = heads_view(out, op, "out");
@@ -43,10 +43,12 @@ void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out) {
            " must be even and within head_dim ", x.size(2));
   expect_device(s, op, {&x, &cos_sin, &out});
   expect_no_partial_alias(x, out, op, "x");
-  if (s.device().is_cpu()) return cpu::rope_neox(s, xv, cos_sin, ov);
+  const bool f32_math = math == RopeMath::kF32 || out.dtype() == DType::kF32;
+  if (s.device().is_cpu()) return cpu::rope_neox(s, xv, cos_sin, ov, f32_math);
 #if VTLLM_WITH_CUDA
   // Row t * heads + h of the [T * heads, head_dim] views is (t, h), at one or two strides.
-  cuda::rope_neox(s, rows_view(x, op, "x"), cos_sin, x.size(1), rows_view(out, op, "out"));
+  cuda::rope_neox(s, rows_view(x, op, "x"), cos_sin, x.size(1), rows_view(out, op, "out"),
+                  f32_math);
 #else
   no_backend(op, s.device());
 #endif

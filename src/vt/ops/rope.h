@@ -10,7 +10,9 @@
 //   strides free (a view into a fused qkv is fine); out may be x (in place).
 //   cos_sin [T, R] f32, contiguous: a per-token table, so positions of any kind
 //   (1-D, or MRoPE's 3 sections) are the table builder's business.
-//   Numerics: f32 out: f32 compute. Narrow out (bf16/f16): the rotation in out's dtype
+//   Numerics: f32 out, or math = RopeMath::kF32: f32 compute, one rounding to out's
+//   dtype (the vision tower's rotary, which transformers runs on x.float(), §12.3).
+//   Narrow out (bf16/f16) with RopeMath::kOutDtype: the rotation in out's dtype
 //   arithmetic, as the oracle's `x * cos + rotate_half(x) * sin` on bf16 tensors
 //   (qwen3_5.md §7.4): each product rounds, then their sum; x and the table are taken
 //   as they are (the model rounds the table to the activation dtype).
@@ -39,7 +41,11 @@
 
 namespace vt {
 
-void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out);
+// The arithmetic of rope_neox on a narrow out: out's dtype per product, or f32.
+enum class RopeMath { kOutDtype, kF32 };
+
+void rope_neox(Stream& s, const Tensor& x, const Tensor& cos_sin, Tensor& out,
+               RopeMath math = RopeMath::kOutDtype);
 Tensor rope_cos_sin_1d(const Tensor& positions, int64_t rotary_dim, double theta);
 void rope_cos_sin_1d(Stream& s, const Tensor& positions, double theta, Tensor& out);
 // inv_freq[i] = 1 / theta^(2i / D) in f32 for i < ceil(D/2): every table builder's frequencies.

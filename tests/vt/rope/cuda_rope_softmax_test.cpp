@@ -149,6 +149,27 @@ TEST(CudaRope, NeoxMatchesCpuBitForBit) {
       }
 }
 
+// RopeMath::kF32 on bf16 (the vision tower's rotary, in place on a fused qkv's q slice
+// of 16 heads of 72, full rotary; and out of place): the CPU's f32 arithmetic, one rounding.
+TEST(CudaRope, NeoxF32MathOnBf16MatchesCpuBitForBit) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  const int64_t T = 257, H = 16, D = 72, W = 3 * H * D;
+  Tensor fused = randn({T, W}, DType::kBF16, 2.0, 80), fused_g = s.up(fused);
+  Tensor cs = randn({T, D}, DType::kF32, 1.0, 81), cs_g = s.up(cs);
+  const auto q = [&](const Tensor& t) { return t.slice(1, 0, H * D).reshape({T, H, D}); };
+  Tensor want = Tensor::empty({T, H, D}, DType::kBF16);
+  rope_neox(s.cpu, q(fused), cs, want, RopeMath::kF32);
+  Tensor got = poisoned_gpu(s, {T, H, D}, DType::kBF16);
+  rope_neox(s.gpu, q(fused_g), cs_g, got, RopeMath::kF32);
+  expect_close(s, want, got, 0, 0, "rope_neox f32 math bf16[257, 16, 72] -> bf16");
+  Tensor qc = q(fused), qg = q(fused_g);
+  rope_neox(s.cpu, qc, cs, qc, RopeMath::kF32);
+  rope_neox(s.gpu, qg, cs_g, qg, RopeMath::kF32);
+  expect_close(s, fused, fused_g, 0, 0,
+               "rope_neox f32 math in place on a slice (other columns too)");
+}
+
 TEST(CudaRope, NeoxOnFusedProjectionSlicesMatchesCpuBitForBit) {
   VT_REQUIRE_GPU();
   Streams s;

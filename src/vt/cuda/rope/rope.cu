@@ -32,6 +32,7 @@ struct RopeParams {
   int64_t rows, heads;
   int half;
   int tail;  // passthrough dims written per row: head_dim - R, or 0 in place
+  bool f32_math;  // f32 products and sum, one rounding (else out's dtype per product)
 };
 
 __global__ void __launch_bounds__(kThreads) rope_neox_kernel(RopeParams p) {
@@ -52,7 +53,7 @@ __global__ void __launch_bounds__(kThreads) rope_neox_kernel(RopeParams p) {
     const float cj = c[j], sj = c[p.half + j];
     const float x1 = load_f32(xr, xdt, j), x2 = load_f32(xr, xdt, j + p.half);
     float o1, o2;
-    if (odt != DType::kF32) {
+    if (!p.f32_math) {
       // out's dtype arithmetic: each product rounds, then the sum (store_f32 rounds it).
       o1 = __fsub_rn(round_to(__fmul_rn(x1, cj), odt), round_to(__fmul_rn(x2, sj), odt));
       o2 = __fadd_rn(round_to(__fmul_rn(x2, cj), odt), round_to(__fmul_rn(x1, sj), odt));
@@ -101,7 +102,8 @@ unsigned grid_for(int64_t total) {
 
 }  // namespace
 
-void rope_neox(Stream& s, const Rows& x, const Tensor& cos_sin, int64_t heads, const Rows& out) {
+void rope_neox(Stream& s, const Rows& x, const Tensor& cos_sin, int64_t heads, const Rows& out,
+               bool f32_math) {
   const int64_t rd = cos_sin.size(1);
   RopeParams p{rows_ref(x),
                rows_ref(out),
@@ -109,7 +111,8 @@ void rope_neox(Stream& s, const Rows& x, const Tensor& cos_sin, int64_t heads, c
                x.rows,
                heads,
                int(rd / 2),
-               x.data == out.data ? 0 : int(x.cols - rd)};  // in place: the tail is already x
+               x.data == out.data ? 0 : int(x.cols - rd),  // in place: the tail is already x
+               f32_math};
   const int64_t total = p.rows * (p.half + p.tail);
   if (total == 0) return;
   StreamState& st = s.cuda_state();
