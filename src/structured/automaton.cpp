@@ -449,41 +449,36 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
   const std::span<const TokenVocab::TrieNode> trie = vocab_.trie();
   const std::span<const TokenId> tokens = vocab_.trie_tokens();
   const size_t n = trie.size();
+  auto subtree_tokens_end = [&](size_t end) {
+    return end < n ? static_cast<size_t>(trie[end].token_begin) : tokens.size();
+  };
   walk_states_[0] = truncated;
   walk_context_[0] = 0;
   // Every token of a subtree is allowed: its strings all live.
   auto allow_subtree = [&](size_t node) {
-    for (int32_t k = trie[node].token_begin; k < trie[node].subtree_token_end; ++k) {
-      const auto id = static_cast<uint32_t>(tokens[static_cast<size_t>(k)]);
+    const size_t end = static_cast<size_t>(trie[node].subtree_end);
+    for (size_t k = static_cast<size_t>(trie[node].token_begin); k < subtree_tokens_end(end); ++k) {
+      const auto id = static_cast<uint32_t>(tokens[k]);
       lm.allowed[id >> 5] |= uint32_t{1} << (id & 31);
     }
-    return static_cast<size_t>(trie[node].subtree_end);
+    return end;
   };
-  // The first level at once: the depth-1 subtrees that the walk would take whole (text_from
-  // held from the root), a precomputed slice per text_from.
-  uint16_t root_whole = 0;  // bit f: depth-1 nodes with text_from f are allowed
-  for (uint8_t f = 1; f < 16; ++f) {
-    const std::span<const uint32_t> slice = vocab_.text_slice(f);
-    if (slice.empty() || !holds_text(truncated, f)) continue;
-    root_whole |= static_cast<uint16_t>(1 << f);
-    for (size_t w = 0; w < slice.size(); ++w) lm.allowed[w] |= slice[w];
-  }
   for (size_t i = 0; i < n;) {
     const TokenVocab::TrieNode& t = trie[i];
     const int32_t parent = walk_states_[t.depth - 1];
-    if (t.depth == 1 ? (root_whole >> t.text_from) & 1
-                     : t.text_from && holds_text(parent, t.text_from)) {
-      i = t.depth == 1 ? static_cast<size_t>(t.subtree_end) : allow_subtree(i);
+    if (t.text_from && holds_text(parent, t.text_from)) {
+      i = allow_subtree(i);
       continue;
     }
     const int32_t s = step_locked(parent, t.byte);
     if (s == kDead) {
+      const size_t end = static_cast<size_t>(t.subtree_end);
       if (walk_context_[t.depth - 1]) {  // popped into the context earlier: can't tell here
-        for (int32_t k = t.token_begin; k < t.subtree_token_end; ++k) {
-          lm.uncertain.push_back(tokens[static_cast<size_t>(k)]);
+        for (size_t k = static_cast<size_t>(t.token_begin); k < subtree_tokens_end(end); ++k) {
+          lm.uncertain.push_back(tokens[k]);
         }
       }
-      i = static_cast<size_t>(t.subtree_end);
+      i = end;
       continue;
     }
     const bool ok = live(s);

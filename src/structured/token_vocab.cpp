@@ -66,7 +66,7 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       path.push_back(static_cast<int32_t>(trie_.size()));
       const auto t = static_cast<int32_t>(trie_tokens_.size());
       trie_.push_back(
-          TrieNode{static_cast<uint8_t>(s[d]), 0, 0, static_cast<uint16_t>(d + 1), -1, t, t, t});
+          TrieNode{static_cast<uint8_t>(s[d]), 0, 0, static_cast<uint16_t>(d + 1), -1, t, t});
     }
     max_token_bytes_ = std::max(max_token_bytes_, s.size());
     TrieNode& last = trie_[static_cast<size_t>(path.back())];
@@ -78,11 +78,6 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   }
   for (int32_t n : path)
     trie_[static_cast<size_t>(n)].subtree_end = static_cast<int32_t>(trie_.size());
-  for (TrieNode& node : trie_) {
-    const auto end = static_cast<size_t>(node.subtree_end);
-    node.subtree_token_end =
-        end < trie_.size() ? trie_[end].token_begin : static_cast<int32_t>(trie_tokens_.size());
-  }
   // Bottom-up: the positions (bits) from which a node's byte and every path below it stay
   // in the class, from its children's.
   std::vector<uint8_t> from(trie_.size());
@@ -102,17 +97,6 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       from[i] = f;
       if (f & 1) trie_[i].text_from |= cls;
       if (below & 1) trie_[i].text_below |= cls;
-    }
-  }
-  text_slices_.resize(size_t{1} << kTextClasses);
-  for (size_t i = 0; i < trie_.size(); i = static_cast<size_t>(trie_[i].subtree_end)) {
-    const TrieNode& n = trie_[i];
-    std::vector<uint32_t>& slice = text_slices_[n.text_from];
-    if (n.text_from == 0) continue;
-    slice.resize(mask_words(), 0);
-    for (int32_t k = n.token_begin; k < n.subtree_token_end; ++k) {
-      const auto id = static_cast<uint32_t>(trie_tokens_[static_cast<size_t>(k)]);
-      slice[id >> 5] |= uint32_t{1} << (id & 31);
     }
   }
 }

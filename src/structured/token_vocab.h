@@ -27,9 +27,8 @@ class TokenVocab {
   // One trie node: the byte on the edge into it, the text classes (text_step) that hold
   // it followed by any path below it (text_from) and that hold every path below it
   // (text_below), both read from a character boundary, its depth (1 = first byte), the
-  // end of its subtree (index one past its last descendant), the tokens whose bytes end
-  // here, trie_tokens()[token_begin, token_end), and those of its whole subtree,
-  // trie_tokens()[token_begin, subtree_token_end).
+  // end of its subtree (index one past its last descendant), and the tokens whose bytes
+  // end here: trie_tokens()[token_begin, token_end).
   struct TrieNode {
     uint8_t byte;
     // A mask walk in a state that lives through every string of one of these classes
@@ -38,7 +37,7 @@ class TokenVocab {
     uint8_t text_below : 4;
     uint16_t depth;
     int32_t subtree_end;
-    int32_t token_begin, token_end, subtree_token_end;
+    int32_t token_begin, token_end;
   };
 
   // `token_bytes[i]` is token i's bytes ("" = never allowed); `stop_ids` are
@@ -68,10 +67,6 @@ class TokenVocab {
   std::span<const TokenId> stop_ids() const { return stop_ids_; }
   std::span<const TrieNode> trie() const { return trie_; }
   std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
-  // A bitmask (mask_words()) of the tokens under the depth-1 trie nodes whose text_from is
-  // exactly `text_from` (0 <= text_from < 16), or empty when there are none: a mask walk
-  // from a state that lives through those classes allows them all at once.
-  std::span<const uint32_t> text_slice(uint8_t text_from) const { return text_slices_[text_from]; }
   // Classes of running text, each a bit; a class holds a byte string when it is the start
   // of a run of the class's characters in UTF-8 (it may stop inside a character).
   // kJsonText: printable ASCII but '"' and '\\' (what a JSON string holds raw);
@@ -91,7 +86,6 @@ class TokenVocab {
   std::vector<TokenId> stop_ids_;
   std::vector<TrieNode> trie_;
   std::vector<TokenId> trie_tokens_;
-  std::vector<std::vector<uint32_t>> text_slices_;  // by text_from
   size_t max_token_bytes_ = 0;
 };
 

@@ -407,43 +407,6 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
        {"\xA9", "\xC0\x80", "\xE0\x80", "\xED\xA0", "\xF4\x90", "\xF5", "\n", "\x7F", "\x1F"}) {
     EXPECT_EQ(classes_of(bad), 0) << bad;
   }
-  // subtree_token_end and text_slice, against the tokens spelled under each node.
-  std::vector<std::vector<uint32_t>> slices(16);
-  for (size_t i = 0; i < vocab.trie().size(); ++i) {
-    const TokenVocab::TrieNode& n = vocab.trie()[i];
-    std::vector<TokenId> under;
-    for (size_t id = 0; id < bytes.size(); ++id) {
-      if (id != 7 && bytes[id].starts_with(spelled[i])) under.push_back(static_cast<TokenId>(id));
-    }
-    std::vector<TokenId> listed(vocab.trie_tokens().begin() + n.token_begin,
-                                vocab.trie_tokens().begin() + n.subtree_token_end);
-    std::sort(listed.begin(), listed.end());
-    EXPECT_EQ(listed, under) << i << " '" << spelled[i] << "'";
-    if (n.depth != 1 || n.text_from == 0) continue;
-    slices[n.text_from].resize(vocab.mask_words(), 0);
-    for (TokenId id : under) slices[n.text_from][static_cast<size_t>(id) / 32] |= 1u << (id % 32);
-  }
-  for (uint8_t f = 0; f < 16; ++f) {
-    const std::span<const uint32_t> got = vocab.text_slice(f);
-    EXPECT_EQ(std::vector<uint32_t>(got.begin(), got.end()), slices[f]) << int{f};
-  }
-  // Random subtrees above mostly hold a byte of no class; here each slice is known.
-  const TokenVocab few({"ab", "a\"", "<a", "\xC3\xA9", "\n", "<"}, {});
-  auto slice_of = [&](uint8_t f) {
-    const std::span<const uint32_t> got = few.text_slice(f);
-    return got.empty() ? -1 : static_cast<int>(got[0]);
-  };
-  EXPECT_EQ(slice_of(TokenVocab::kMarkupUtf8 | TokenVocab::kMarkupText), 0b11);
-  EXPECT_EQ(slice_of(TokenVocab::kJsonUtf8 | TokenVocab::kMarkupUtf8), 0b1000);
-  EXPECT_EQ(slice_of(TokenVocab::kJsonUtf8 | TokenVocab::kJsonText), 0b100100);
-  EXPECT_EQ(slice_of(0), -1);  // "\n" is of no class
-  for (uint8_t f = 1; f < 16; ++f) {
-    if (f != (TokenVocab::kMarkupUtf8 | TokenVocab::kMarkupText) &&
-        f != (TokenVocab::kJsonUtf8 | TokenVocab::kMarkupUtf8) &&
-        f != (TokenVocab::kJsonUtf8 | TokenVocab::kJsonText)) {
-      EXPECT_EQ(slice_of(f), -1) << int{f};
-    }
-  }
   size_t longest = 0;
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (id != 7) longest = std::max(longest, bytes[id].size());
