@@ -81,6 +81,19 @@ __device__ __forceinline__ float siluf(float x) { return x / (1.0f + expf(-x)); 
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// acc + a . b over the 8 bf16 pairs of two 16-byte loads: f32 FMAs in element order.
+__device__ __forceinline__ float dot8(const uint4& a, const uint4& b, float acc) {
+  const __nv_bfloat162* pa = reinterpret_cast<const __nv_bfloat162*>(&a);
+  const __nv_bfloat162* pb = reinterpret_cast<const __nv_bfloat162*>(&b);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const float2 fa = __bfloat1622float2(pa[q]), fb = __bfloat1622float2(pb[q]);
+    acc = fmaf(fa.x, fb.x, acc);
+    acc = fmaf(fa.y, fb.y, acc);
+  }
+  return acc;
+}
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
 template <class T>

@@ -34,19 +34,6 @@ constexpr int kUnroll = 8;  // 16-byte router chunks per lane in flight
 constexpr int kMaxTokens = int(kMoeRouterMaxTokens);
 constexpr int kSmemBudget = 48 << 10;  // the default dynamic shared memory limit
 
-// acc += a . b over 8 bf16 pairs, in f32.
-__device__ __forceinline__ float dot8(const uint4& a, const uint4& b, float acc) {
-  const __nv_bfloat162* pa = reinterpret_cast<const __nv_bfloat162*>(&a);
-  const __nv_bfloat162* pb = reinterpret_cast<const __nv_bfloat162*>(&b);
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const float2 fa = __bfloat1622float2(pa[q]), fb = __bfloat1622float2(pb[q]);
-    acc = fmaf(fa.x, fb.x, acc);
-    acc = fmaf(fa.y, fb.y, acc);
-  }
-  return acc;
-}
-
 // Element i of a logits buffer written by other blocks of this grid: through L2 (ld.cg),
 // never a line this SM's L1 may hold from before their writes.
 __device__ __forceinline__ float load_f32_l2(const void* p, DType dt, int64_t i) {

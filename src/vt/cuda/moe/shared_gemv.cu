@@ -35,19 +35,6 @@ constexpr int kMaxTokens = 16;         // the most tokens the path takes
 constexpr int kAutoMaxTokens = 8;      // the measured rule's bound (docs/KERNELS.md)
 constexpr int kSmemBudget = 48 << 10;  // the default dynamic shared memory limit
 
-__device__ __forceinline__ float dot8(const uint4& a, const uint4& b) {
-  const __nv_bfloat162* pa = reinterpret_cast<const __nv_bfloat162*>(&a);
-  const __nv_bfloat162* pb = reinterpret_cast<const __nv_bfloat162*>(&b);
-  float s = 0.0f;
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const float2 fa = __bfloat1622float2(pa[q]), fb = __bfloat1622float2(pb[q]);
-    s = fmaf(fa.x, fb.x, s);
-    s = fmaf(fa.y, fb.y, s);
-  }
-  return s;
-}
-
 __device__ __forceinline__ float bf16r(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
 // Copies n8 16-byte chunks from global to shared memory, the whole block.
@@ -74,8 +61,8 @@ __device__ __forceinline__ void dot_rows(const uint4* a, const uint4* b, const u
       const int q = q0 + u * kWarp;
       if (q < n8) {
         const uint4 xv = x[q];
-        da += dot8(va[u], xv);
-        if (N == 2) db += dot8(vb[u], xv);
+        da += dot8(va[u], xv, 0.0f);
+        if (N == 2) db += dot8(vb[u], xv, 0.0f);
       }
     }
   }
@@ -173,7 +160,7 @@ __global__ void __launch_bounds__(kWarps* kWarp) down_kernel(DownArgs a) {
 #pragma unroll
         for (int m = 0; m < 2; ++m) {
           const int q = q0 + m * kWarp;
-          if (q < a.I8 && j0 + u < a.k) d[u] += dot8(v[u][m], hs[(j0 + u) * a.I8 + q]);
+          if (q < a.I8 && j0 + u < a.k) d[u] += dot8(v[u][m], hs[(j0 + u) * a.I8 + q], 0.0f);
         }
     }
 #pragma unroll
