@@ -17,6 +17,9 @@ constexpr size_t kMaskCacheBytes = size_t{128} << 20;
 // (character class, repetition, string rule) plus one, so that text inside a
 // string is context-independent up to its closing quote.
 constexpr int kContextDepth = 4;
+// Depth-1 trie nodes of a text class a walk may walk after taking the class's tokens at
+// once (TokenVocab::text_tokens): a stop word's first bytes.
+constexpr size_t kMaxExcluded = 16;
 
 // Per text class (bit index), position in a run and next position: the bytes that step
 // from the one to the other (TokenVocab::text_step).
@@ -37,6 +40,12 @@ const TextRuns& text_runs() {
     return r;
   }();
   return runs;
+}
+
+// The position in a run after `byte` read from a character boundary, for the classes in
+// `classes` that hold it (positions past ASCII are the same in every class).
+int text_position(uint8_t classes, uint8_t byte) {
+  return TokenVocab::text_step(static_cast<uint8_t>(classes & -classes), 0, byte);
 }
 
 // Per rule: whether it derives the empty string.
@@ -393,50 +402,100 @@ int32_t Automaton::truncate(int32_t state) {
   return intern(stacks, false, false);
 }
 
-bool Automaton::holds_class(int32_t state, uint8_t cls) {
-  // Every (position in a run of the class, state) pair reachable from (0, state) must be
-  // live. A run that keeps making new states (a count near its bound, a stop word's
-  // prefixes times the positions inside a character) fails at the cap, which is what
-  // JSON strings and XML values need (up to 20 pairs).
-  constexpr size_t kMaxPairs = 24;
-  if (!live(state)) return false;
+bool Automaton::holds_class(int32_t state, int cls, int at) {
+  // Tarjan's strongly connected components over the (position in a run of the class,
+  // state) pairs reachable from (at, state): a component whose successors all hold, holds.
+  // A dead pair fails every pair on the component stack, since each of them reaches the
+  // path that led to it. A run that keeps making new states (a count near its bound) fails
+  // at the cap, only the first pair recorded: a failure only means "walk it".
+  constexpr size_t kMaxPairs = 32;
+  const uint32_t bit0 = uint32_t{1} << (cls * TokenVocab::kTextPositions);
+  auto known = [&](int32_t s, int a) { return (states_[size_t(s)].text_known & (bit0 << a)) != 0; };
+  auto held = [&](int32_t s, int a) { return (states_[size_t(s)].text_held & (bit0 << a)) != 0; };
+  auto record = [&](int32_t s, int a, bool h) {
+    states_[size_t(s)].text_known |= bit0 << a;
+    if (h) states_[size_t(s)].text_held |= bit0 << a;
+  };
+  if (known(state, at)) return held(state, at);
+  if (!live(state)) {
+    record(state, at, false);
+    return false;
+  }
   const TextRuns& runs = text_runs();
-  const int c = std::countr_zero(cls);
-  text_pairs_.assign(1, {0, state});
-  for (size_t i = 0; i < text_pairs_.size(); ++i) {
-    const auto [at, s] = text_pairs_[i];
-    for (int next_at = 0; next_at < TokenVocab::kTextPositions; ++next_at) {
-      // One step per group of bytes that the same stacks take (same_step), not per byte.
-      ByteSet left = runs[c][at][next_at];
-      for (size_t b = left._Find_first(); b < 256; b = left._Find_next(b)) {
-        const int32_t t = step_locked(s, static_cast<uint8_t>(b));
-        if (!live(t)) return false;
-        left &= ~same_step(s, static_cast<uint8_t>(b));
-        const std::pair<int, int32_t> p{next_at, t};
-        if (std::find(text_pairs_.begin(), text_pairs_.end(), p) != text_pairs_.end()) continue;
-        if (text_pairs_.size() == kMaxPairs) return false;
-        text_pairs_.push_back(p);
+  text_pairs_.clear();
+  text_stack_.clear();
+  text_frames_.clear();
+  auto open = [&](int a, int32_t s) {
+    const int id = static_cast<int>(text_pairs_.size());
+    text_pairs_.push_back(TextPair{a, s, id, true});
+    text_stack_.push_back(id);
+    text_frames_.push_back(TextFrame{id, 0, runs[cls][a][0]});
+  };
+  open(at, state);
+  bool failed = false, capped = false;
+  while (!text_frames_.empty()) {
+    TextFrame& f = text_frames_.back();
+    const int u = f.pair;
+    const TextPair p = text_pairs_[size_t(u)];
+    while (f.left.none() && ++f.next_at < TokenVocab::kTextPositions) {
+      f.left = runs[cls][p.at][f.next_at];
+    }
+    if (f.next_at == TokenVocab::kTextPositions) {  // every successor holds or is on the stack
+      text_frames_.pop_back();
+      if (p.low == u) {
+        for (int v = -1; v != u;) {
+          v = text_stack_.back();
+          text_stack_.pop_back();
+          text_pairs_[size_t(v)].on_stack = false;
+          record(text_pairs_[size_t(v)].state, text_pairs_[size_t(v)].at, true);
+        }
       }
+      if (!text_frames_.empty()) {
+        int& low = text_pairs_[size_t(text_frames_.back().pair)].low;
+        low = std::min(low, p.low);
+      }
+      continue;
+    }
+    // One step per group of bytes that the same stacks take (same_step), not per byte.
+    const int next_at = f.next_at;
+    const auto b = static_cast<uint8_t>(f.left._Find_first());
+    f.left &= ~same_step(p.state, b);
+    const int32_t t = step_locked(p.state, b);
+    if (!live(t) || (known(t, next_at) && !held(t, next_at))) {
+      failed = true;
+      break;
+    }
+    if (known(t, next_at)) continue;
+    int w = -1;
+    for (size_t k = 0; k < text_pairs_.size() && w < 0; ++k) {
+      if (text_pairs_[k].at == next_at && text_pairs_[k].state == t) w = static_cast<int>(k);
+    }
+    if (w >= 0) {  // not recorded, so on the stack
+      int& low = text_pairs_[size_t(u)].low;
+      low = std::min(low, w);
+    } else if (text_pairs_.size() == kMaxPairs) {
+      failed = capped = true;
+      break;
+    } else {
+      open(next_at, t);
     }
   }
-  return true;
+  if (!failed) return true;
+  if (capped) {
+    record(state, at, false);
+  } else {
+    for (int v : text_stack_)
+      record(text_pairs_[size_t(v)].state, text_pairs_[size_t(v)].at, false);
+  }
+  return false;
 }
 
-bool Automaton::holds_text(int32_t state, uint8_t classes) {
+bool Automaton::holds_text(int32_t state, uint8_t classes, int at) {
   // A subtree's strings are no longer than a token: the canonical state lives through the
   // same ones.
   state = canonical(state);
   for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
-    const auto cls = static_cast<uint8_t>(1 << c);
-    if (!(classes & cls)) continue;
-    if (!(states_[static_cast<size_t>(state)].text_known & cls)) {
-      const bool held = holds_class(state, cls);
-      // Indexed anew: the steps may have grown states_.
-      State& st = states_[static_cast<size_t>(state)];
-      st.text_known |= cls;
-      if (held) st.text_held |= cls;
-    }
-    if (states_[static_cast<size_t>(state)].text_held & cls) return true;
+    if ((classes >> c) & 1 && holds_class(state, c, at)) return true;
   }
   return false;
 }
@@ -463,8 +522,42 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
     }
     return end;
   };
+  // The first level by one class's token mask: every depth-1 subtree of the class that the
+  // walk below would take whole (the root or the state after the node's byte lives through
+  // the class) is in it. The few it would not take are cleared and walked as usual.
+  int root_class = -1;
+  std::vector<size_t>& excluded = root_excluded_;
+  for (int c = 0; c < TokenVocab::kTextClasses && root_class < 0; ++c) {
+    const auto cls = static_cast<uint8_t>(1 << c);
+    excluded.clear();
+    const bool root_holds = holds_text(truncated, cls);
+    for (size_t i = 0; i < n && excluded.size() <= kMaxExcluded;
+         i = static_cast<size_t>(trie[i].subtree_end)) {
+      if (!(trie[i].text_from & cls) || root_holds) continue;
+      const int32_t s = step_locked(truncated, trie[i].byte);
+      if (!live(s) || !holds_text(s, cls, text_position(cls, trie[i].byte))) excluded.push_back(i);
+    }
+    if (excluded.size() <= kMaxExcluded) root_class = c;
+  }
+  if (root_class >= 0) {
+    const std::span<const uint32_t> taken = vocab_.text_tokens(root_class);
+    std::copy(taken.begin(), taken.end(), lm.allowed.begin());
+    for (size_t node : excluded) {
+      const size_t end = static_cast<size_t>(trie[node].subtree_end);
+      for (size_t k = static_cast<size_t>(trie[node].token_begin); k < subtree_tokens_end(end);
+           ++k) {
+        const auto id = static_cast<uint32_t>(tokens[k]);
+        lm.allowed[id >> 5] &= ~(uint32_t{1} << (id & 31));
+      }
+    }
+  }
   for (size_t i = 0; i < n;) {
     const TokenVocab::TrieNode& t = trie[i];
+    if (t.depth == 1 && root_class >= 0 && ((t.text_from >> root_class) & 1) &&
+        std::find(excluded.begin(), excluded.end(), i) == excluded.end()) {
+      i = static_cast<size_t>(t.subtree_end);
+      continue;
+    }
     const int32_t parent = walk_states_[t.depth - 1];
     if (t.text_from && holds_text(parent, t.text_from)) {
       i = allow_subtree(i);
@@ -482,8 +575,13 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
       continue;
     }
     const bool ok = live(s);
-    if (t.text_below && ok && static_cast<size_t>(t.subtree_end) > i + 1 &&
-        holds_text(s, t.text_below)) {
+    // The parent does not live through the class (a stop word's prefix, a state outside a
+    // string), but the state after this node's byte may: it reads the rest of the subtree
+    // from the position after the byte (text_from), or from a character boundary below a
+    // byte outside the classes (text_below).
+    if (ok && static_cast<size_t>(t.subtree_end) > i + 1 &&
+        ((t.text_from && holds_text(s, t.text_from, text_position(t.text_from, t.byte))) ||
+         (t.text_below && holds_text(s, t.text_below)))) {
       i = allow_subtree(i);
       continue;
     }

@@ -71,8 +71,9 @@ class Automaton {
     std::vector<int32_t> stacks;  // sorted stack-node ids, each top a kBytes position
     bool accepting = false;
     bool context = false;  // some path popped into the CONTEXT sentinel here
-    // The text classes (TokenVocab) checked so far, and those this state lives through.
-    uint8_t text_known = 0, text_held = 0;
+    // Per (text class, position in a run), bit class * kTextPositions + position: checked
+    // so far, and lived through (every string of the class read from that position).
+    uint32_t text_known = 0, text_held = 0;
     int32_t canonical = -2;  // the state with the same mask (canonical()); -2: unknown
   };
   // A position of a bounded repetition's rule opt_k (Grammar::append_repeat's chain for
@@ -102,9 +103,12 @@ class Automaton {
   int32_t truncate(int32_t state);
   const LocalMask& local_mask(int32_t truncated);
   // Whether `state` lives through every string of one of the text classes in `classes`
-  // (each checked once per state).
-  bool holds_text(int32_t state, uint8_t classes);
-  bool holds_class(int32_t state, uint8_t cls);
+  // read from position `at` in a run (TokenVocab::text_step), each checked once per state.
+  bool holds_text(int32_t state, uint8_t classes, int at = 0);
+  // The same for class bit index `cls`: the (position, state) pairs reachable from
+  // (at, state) over the class's bytes are all live. Each pair's answer is kept, so the
+  // states of a stop word's prefixes, which reach one another, are explored once.
+  bool holds_class(int32_t state, int cls, int at);
   int32_t step_locked(int32_t state, uint8_t byte);
   // The bytes whose step from `state` is the same as byte's.
   ByteSet same_step(int32_t state, uint8_t byte) const;
@@ -130,7 +134,23 @@ class Automaton {
   int32_t context_node_ = -1;
   size_t mask_bytes_ = 0;
   std::vector<int32_t> work_, step_out_;  // scratch of expand() / step_locked()
-  std::vector<std::pair<int, int32_t>> text_pairs_;  // scratch of holds_class()
+  // Scratch of holds_class(): the pairs met (position, state, Tarjan low link, on the
+  // component stack), the component stack and the depth-first path.
+  struct TextPair {
+    int at;
+    int32_t state;
+    int low;
+    bool on_stack;
+  };
+  struct TextFrame {
+    int pair;
+    int next_at;   // the position whose bytes are being stepped
+    ByteSet left;  // those bytes not stepped yet
+  };
+  std::vector<TextPair> text_pairs_;
+  std::vector<int> text_stack_;
+  std::vector<TextFrame> text_frames_;
+  std::vector<size_t> root_excluded_;     // scratch of local_mask()
   std::vector<int32_t> walk_states_;      // per trie depth: the state there
   std::vector<uint8_t> walk_context_;     // per trie depth: CONTEXT reached on the way
   int32_t initial_ = kDead;

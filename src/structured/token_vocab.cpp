@@ -99,6 +99,20 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       if (below & 1) trie_[i].text_below |= cls;
     }
   }
+  text_tokens_.assign(kTextClasses * mask_words(), 0);
+  for (size_t i = 0; i < trie_.size(); i = static_cast<size_t>(trie_[i].subtree_end)) {
+    const size_t end = static_cast<size_t>(trie_[i].subtree_end);
+    const size_t tokens_end =
+        end < trie_.size() ? static_cast<size_t>(trie_[end].token_begin) : trie_tokens_.size();
+    for (int c = 0; c < kTextClasses; ++c) {
+      if (!((trie_[i].text_from >> c) & 1)) continue;
+      uint32_t* mask = text_tokens_.data() + static_cast<size_t>(c) * mask_words();
+      for (size_t k = static_cast<size_t>(trie_[i].token_begin); k < tokens_end; ++k) {
+        const auto id = static_cast<uint32_t>(trie_tokens_[k]);
+        mask[id >> 5] |= uint32_t{1} << (id & 31);
+      }
+    }
+  }
 }
 
 int TokenVocab::text_step(uint8_t cls, int at, uint8_t byte) {

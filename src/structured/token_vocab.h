@@ -80,6 +80,12 @@ class TokenVocab {
   // The position after `byte` from position `at` (0 <= at < kTextPositions) in a run of
   // class `cls` (one bit), or -1 when no string of the class goes on with it.
   static int text_step(uint8_t cls, int at, uint8_t byte);
+  // Per class (bit index < kTextClasses): the bitmask (mask_words() words) of the tokens
+  // under the depth-1 trie nodes whose text_from holds the class, which a walk whose
+  // root state lives through the class takes at once.
+  std::span<const uint32_t> text_tokens(int cls) const {
+    return std::span(text_tokens_).subspan(static_cast<size_t>(cls) * mask_words(), mask_words());
+  }
 
  private:
   std::vector<std::string> bytes_;
@@ -87,6 +93,7 @@ class TokenVocab {
   std::vector<TrieNode> trie_;
   std::vector<TokenId> trie_tokens_;
   size_t max_token_bytes_ = 0;
+  std::vector<uint32_t> text_tokens_;  // kTextClasses masks
 };
 
 }  // namespace vtllm::structured

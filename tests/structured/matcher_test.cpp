@@ -148,27 +148,14 @@ TEST(Matcher, MaskEqualsNaiveCheckOnSmallVocab) {
 TEST(Matcher, MaskEqualsNaiveCheckOnXmlToolCalls) {
   std::vector<std::string> bytes;
   for (int b = 1; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-  for (const char* s : {"hello world",
-                        "hello\nworld",
-                        "x = \"a\\\\b\"",
-                        "a<b",
-                        "a <",
-                        "\t\tx",
-                        "</parameter>",
-                        "\n</parameter>\n",
-                        "<parameter=",
-                        "</function>",
-                        "<tool_call>",
-                        "</tool_call>",
-                        "caf\xc3\xa9",
-                        "ab\x01",
-                        "path",
-                        "src/",
-                        ".py",
-                        "\n\n",
-                        "  ",
-                        "</",
-                        "</p"}) {
+  for (const char* s :
+       {"hello world", "hello\nworld", "x = \"a\\\\b\"", "a<b", "a <", "\t\tx", "</parameter>",
+        "\n</parameter>\n", "<parameter=", "</function>", "<tool_call>", "</tool_call>",
+        "caf\xc3\xa9", "ab\x01", "path", "src/", ".py", "\n\n", "  ", "</", "</p",
+        // near-miss stop words: a prefix state's text check and the walk
+        // under it (stop-word prefixes, UTF-8 right after one)
+        "</param", "</parameterX", "<</parameter>", "\n</parameter", "</\xe4\xb8\xad",
+        "</functio\xc3\xa9", "<parameter=x>"}) {
     bytes.push_back(s);
   }
   bytes.push_back("<|stop|>");
