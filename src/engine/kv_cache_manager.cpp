@@ -25,9 +25,10 @@ bool caching_on(const KvCacheConfig& c) {
 KvCacheManager::KvCacheManager(const KvCacheConfig& config)
     : pool_(config.num_blocks, config.block_size, caching_on(config)),
       prefix_caching_(caching_on(config)),
-      snapshot_stride_(config.snapshot_stride) {
-  VT_CHECK(config.num_state_snapshots >= 0, "kv cache: num_state_snapshots = ",
-           config.num_state_snapshots);
+      snapshot_stride_(config.snapshot_stride),
+      inside_steps_(config.snapshots_inside_steps) {
+  VT_CHECK(config.num_state_snapshots >= 0,
+           "kv cache: num_state_snapshots = ", config.num_state_snapshots);
   VT_CHECK(config.snapshot_stride >= 0 && config.snapshot_stride % config.block_size == 0,
            "kv cache: snapshot_stride = ", config.snapshot_stride,
            ", expected a non-negative multiple of the block size ", config.block_size);
@@ -49,8 +50,8 @@ PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
   const int64_t max_blocks = (request.num_tokens() - 1) / bs;
   for (int64_t b = 0; b < max_blocks; ++b) {
     const BlockHash& parent = b == 0 ? kRootBlockHash : hashes[b - 1];
-    const auto keys = extra_keys_for_block(b * bs, (b + 1) * bs, request.extra_keys,
-                                           request.cache_salt);
+    const auto keys =
+        extra_keys_for_block(b * bs, (b + 1) * bs, request.extra_keys, request.cache_salt);
     auto found = pool_.lookup(hashes[b], parent, block_tokens(request, b, bs), keys);
     if (!found) break;
     hit.blocks.push_back(*found);
@@ -72,7 +73,8 @@ PrefixHit KvCacheManager::get_computed_blocks(const Request& request) {
   return hit;
 }
 
-bool KvCacheManager::allocate_slots(Request& request, int64_t num_new_tokens, const PrefixHit& hit) {
+bool KvCacheManager::allocate_slots(Request& request, int64_t num_new_tokens,
+                                    const PrefixHit& hit) {
   VT_CHECK(num_new_tokens >= 0, "kv cache: request '", request.id, "' asks for ", num_new_tokens,
            " new tokens");
   const int bs = block_size();
@@ -98,7 +100,8 @@ bool KvCacheManager::allocate_slots(Request& request, int64_t num_new_tokens, co
   }
   ReqCache& rc = reqs_[request.id];
   if (states_) states_->ensure(request.id);
-  if (hit.state_snapshot) rc.restore = StateCopy{*hit.state_snapshot, *states_->slot_of(request.id)};
+  if (hit.state_snapshot)
+    rc.restore = StateCopy{*hit.state_snapshot, *states_->slot_of(request.id)};
   pool_.touch(hit.blocks);
   rc.blocks.insert(rc.blocks.end(), hit.blocks.begin(), hit.blocks.end());
   rc.num_cached_blocks = std::max<int64_t>(rc.num_cached_blocks, hit.blocks.size());
@@ -117,8 +120,8 @@ void KvCacheManager::cache_full_blocks(const Request& request, ReqCache& rc, int
                       request.extra_keys, request.cache_salt, rc.hashes);
   for (int64_t b = rc.num_cached_blocks; b < full; ++b) {
     const BlockHash& parent = b == 0 ? kRootBlockHash : rc.hashes[b - 1];
-    const auto keys = extra_keys_for_block(b * bs, (b + 1) * bs, request.extra_keys,
-                                           request.cache_salt);
+    const auto keys =
+        extra_keys_for_block(b * bs, (b + 1) * bs, request.extra_keys, request.cache_salt);
     pool_.cache(rc.blocks[b], rc.hashes[b], parent, block_tokens(request, b, bs), keys);
   }
   rc.num_cached_blocks = full;
@@ -145,18 +148,43 @@ int64_t KvCacheManager::prefill_boundary(const Request& request) const {
   return (request.num_prompt_tokens() - 1) / block_size() * block_size();
 }
 
+std::vector<int64_t> KvCacheManager::chunk_points(const Request& request, int64_t computed,
+                                                  int64_t end) const {
+  const int64_t boundary = prefill_boundary(request);
+  std::vector<int64_t> points;
+  const auto passed = [&](int64_t p) { return p > computed && p <= end; };
+  // Where the cached chain ended comes first: the next request with that prefix needs it.
+  if (auto it = share_points_.find(request.id); it != share_points_.end() && passed(it->second))
+    points.push_back(it->second);
+  if (passed(boundary) && (points.empty() || points[0] != boundary)) points.push_back(boundary);
+  if (points.empty() && snapshot_stride_ > 0) {
+    // The furthest stride multiple in (computed, end] (none past the boundary).
+    const int64_t point = std::min(end, boundary) / snapshot_stride_ * snapshot_stride_;
+    if (passed(point)) points.push_back(point);
+  }
+  std::sort(points.begin(), points.end());
+  return points;
+}
+
 int64_t KvCacheManager::prefill_chunk(const Request& request, int64_t computed, int64_t n) const {
   const int64_t boundary = prefill_boundary(request);
   if (computed >= boundary || n <= 0) return n;
-  const int64_t end = computed + n;
-  // Where the cached chain ended comes first: the next request with that prefix needs it.
-  if (auto it = share_points_.find(request.id);
-      it != share_points_.end() && it->second > computed && it->second <= end)
-    return it->second - computed;
-  if (end >= boundary) return boundary - computed;
-  // The furthest stride multiple in (computed, end]; a chunk passing none is left as it is.
-  const int64_t point = snapshot_stride_ > 0 ? end / snapshot_stride_ * snapshot_stride_ : 0;
-  return point > computed ? point - computed : n;
+  const std::vector<int64_t> points = chunk_points(request, computed, computed + n);
+  if (points.empty()) return n;
+  if (!inside_steps_) return points.front() - computed;
+  // One save inside a step: a chunk passing two points ends at the later one.
+  return points.size() > 1 ? points.back() - computed : n;
+}
+
+std::optional<StateSaveInStep> KvCacheManager::snapshot_within(const Request& request,
+                                                               int64_t begin, int64_t end) {
+  if (!inside_steps_ || !snapshots_ || begin >= prefill_boundary(request)) return std::nullopt;
+  const std::vector<int64_t> points = chunk_points(request, begin, end);
+  if (points.empty() || points.front() >= end) return std::nullopt;  // snapshot_after's
+  const int64_t p = points.front();
+  const auto slot = reserve_snapshot(request, p, false);
+  if (!slot) return std::nullopt;
+  return StateSaveInStep{p - begin, *slot};
 }
 
 bool KvCacheManager::tail_due(const Request& request, int64_t p) const {
@@ -186,14 +214,21 @@ std::optional<StateCopy> KvCacheManager::snapshot_after(const Request& request,
                                                         int64_t num_tokens_after_step) {
   const int64_t boundary = prefill_boundary(request);
   const int64_t p = num_tokens_after_step;
-  const int bs = block_size();
-  if (boundary == 0 || p <= 0 || p % bs != 0) return std::nullopt;
+  if (boundary == 0 || p <= 0 || p % block_size() != 0) return std::nullopt;
   const bool tail = p > boundary;
   if (tail ? !tail_due(request, p) : !snapshot_point(request, p)) return std::nullopt;
+  const auto slot = reserve_snapshot(request, p, tail);
+  if (!slot) return std::nullopt;
+  return StateCopy{*states_->slot_of(request.id), *slot};
+}
+
+std::optional<int32_t> KvCacheManager::reserve_snapshot(const Request& request, int64_t p,
+                                                        bool tail) {
   auto it = reqs_.find(request.id);
   VT_CHECK(it != reqs_.end() && states_->slot_of(request.id), "kv cache: request '", request.id,
            "' has no state slot to snapshot");
   ReqCache& rc = it->second;
+  const int bs = block_size();
   const int64_t block = p / bs - 1;
   VT_CHECK(static_cast<int64_t>(rc.hashes.size()) > block, "kv cache: request '", request.id,
            "' has no hash for block ", block);
@@ -211,9 +246,8 @@ std::optional<StateCopy> KvCacheManager::snapshot_after(const Request& request,
       pool_.lookup(hash, parent, block_tokens(request, block, bs), keys).value_or(rc.blocks[block]);
   const auto slot = snapshots_->reserve(
       hash, holder, [this](const BlockHash& h, int32_t b) { return pool_.hash_of(b) != h; });
-  if (!slot) return std::nullopt;
-  if (tail) rc.tail = hash;
-  return StateCopy{*states_->slot_of(request.id), *slot};
+  if (slot && tail) rc.tail = hash;
+  return slot;
 }
 
 bool KvCacheManager::reset_prefix_cache() {

@@ -10,9 +10,10 @@
 // always leaving its last token to compute (its logits are needed). Hybrid
 // models: a hit also needs the GDN state at that block boundary, so prefix
 // caching is on only with num_state_snapshots > 0. The state is copied into a
-// snapshot slot after the step that ends at: each prompt's last block boundary
-// and every snapshot_stride tokens before it (the scheduler ends prefill
-// chunks there), and, past the prompt, each block boundary a step ends on (a
+// snapshot slot at: each prompt's last block boundary and every snapshot_stride
+// tokens before it (from within the step that passes the point, or after a step
+// the scheduler ends there: snapshot_within, prefill_chunk), and, after the
+// steps that end there, past the prompt each block boundary a step ends on (a
 // request keeps only its latest such "tail" snapshot, so a finished response
 // leaves the state after its last full block; one that can end only at
 // max_tokens takes just that one). A hit is cut back to the
@@ -39,7 +40,7 @@ namespace vtllm::engine {
 
 struct KvCacheConfig {
   int block_size = 16;
-  int32_t num_blocks = 0;       // paged KV blocks, including the null block
+  int32_t num_blocks = 0;  // paged KV blocks, including the null block
   bool enable_prefix_caching = true;
   int32_t num_state_slots = 0;  // > 0: hybrid model with GDN state slots
   // Hybrid models: extra GDN state slots (ids after the running slots) for
@@ -52,6 +53,9 @@ struct KvCacheConfig {
   // KV blocks and snapshots (after weights, activations, running slots and graphs) goes
   // to GDN state snapshots, added to num_state_snapshots; at least one.
   double snapshot_fraction = 0;
+  // Hybrid prefix caching: take a snapshot due inside a prefill chunk from within the
+  // step (models::ForwardBatch::state_saves) instead of ending the chunk there.
+  bool snapshots_inside_steps = true;
 };
 
 // Copy every GDN layer's state from slot src to slot dst.
@@ -59,6 +63,13 @@ struct StateCopy {
   int32_t src = 0;
   int32_t dst = 0;
   friend bool operator==(const StateCopy&, const StateCopy&) = default;
+};
+
+// A snapshot taken inside a step: the GDN state after the step's first `offset` tokens
+// of the request goes to slot `slot` too.
+struct StateSaveInStep {
+  int64_t offset = 0;
+  int32_t slot = 0;
 };
 
 // A prefix-cache hit: cached blocks to reuse and the tokens they cover.
@@ -72,14 +83,14 @@ struct PrefixHit {
 };
 
 struct KvCacheStats {
-  int32_t num_blocks = 0;       // usable blocks (null block excluded)
+  int32_t num_blocks = 0;  // usable blocks (null block excluded)
   int32_t num_free_blocks = 0;
   int32_t num_cached_blocks = 0;
   int32_t num_state_slots = 0;
   int32_t num_free_state_slots = 0;
   int32_t num_state_snapshots = 0;  // held (valid or being written)
-  int64_t prefix_queries = 0;   // tokens of admitted requests (prompt + output after preemption)
-  int64_t prefix_hits = 0;      // of which were found cached
+  int64_t prefix_queries = 0;  // tokens of admitted requests (prompt + output after preemption)
+  int64_t prefix_hits = 0;     // of which were found cached
   double usage = 0;
 };
 
@@ -107,18 +118,23 @@ class KvCacheManager {
   void free(const std::string& request_id);
 
   // Hybrid snapshots. begin_step(): the previous step ran, its snapshots are
-  // valid. prefill_boundary(): the request's last prompt block boundary, where
-  // its prefill stops once for a snapshot (0: no snapshots). prefill_chunk():
-  // `n` tokens from `computed` cut back so the chunk ends at a snapshot point it
-  // would pass: where the request's last get_computed_blocks() found the cached
-  // chain to end, else the prompt boundary, else the furthest stride multiple.
-  // take_state_copy_before(): the snapshot to restore into the request's slot
-  // before its first step after a hit. snapshot_after(): the copy that saves
-  // the request's state when its step ends at a snapshot point or, past the
-  // boundary, at any block boundary (dropping its previous tail snapshot).
+  // valid. prefill_boundary(): the request's last prompt block boundary (0: no
+  // snapshots). A prefill chunk [computed, computed + n) snapshots at one point it
+  // passes: where the request's last get_computed_blocks() found the cached chain to
+  // end, else the prompt boundary, else the furthest stride multiple.
+  // prefill_chunk(): `n` cut back so the chunk ends at that point; with
+  // snapshots_inside_steps, uncut unless it passes both the chain's end and the
+  // boundary (then it ends at the later one). snapshot_within(): with
+  // snapshots_inside_steps, the save inside a step of tokens [begin, end) when its
+  // point lies before `end`. take_state_copy_before(): the snapshot to restore into
+  // the request's slot before its first step after a hit. snapshot_after(): the copy
+  // that saves the request's state when its step ends at a snapshot point or, past
+  // the boundary, at any block boundary (dropping its previous tail snapshot).
   void begin_step();
   int64_t prefill_boundary(const Request& request) const;
   int64_t prefill_chunk(const Request& request, int64_t computed, int64_t n) const;
+  std::optional<StateSaveInStep> snapshot_within(const Request& request, int64_t begin,
+                                                 int64_t end);
   std::optional<StateCopy> take_state_copy_before(const std::string& request_id);
   std::optional<StateCopy> snapshot_after(const Request& request, int64_t num_tokens_after_step);
 
@@ -132,13 +148,19 @@ class KvCacheManager {
  private:
   struct ReqCache {
     std::vector<int32_t> blocks;
-    std::vector<BlockHash> hashes;  // of the request's full blocks (computed or not)
-    int64_t num_cached_blocks = 0;  // leading blocks registered in the pool
+    std::vector<BlockHash> hashes;     // of the request's full blocks (computed or not)
+    int64_t num_cached_blocks = 0;     // leading blocks registered in the pool
     std::optional<StateCopy> restore;  // snapshot -> slot, before the next step
     std::optional<BlockHash> tail;     // its latest snapshot past the prompt boundary
   };
 
   void cache_full_blocks(const Request& request, ReqCache& rc, int64_t num_tokens);
+  // The snapshot points a prefill chunk (computed, end] passes, ascending: the
+  // chain's end and the boundary, or else the furthest stride multiple.
+  std::vector<int64_t> chunk_points(const Request& request, int64_t computed, int64_t end) const;
+  // A snapshot slot for the request's state after p tokens (a block multiple), tail:
+  // past the prompt boundary; nullopt when it exists already or none is free.
+  std::optional<int32_t> reserve_snapshot(const Request& request, int64_t p, bool tail);
   // Whether a step ending at p (a block multiple, <= the prompt boundary) snapshots.
   bool snapshot_point(const Request& request, int64_t p) const;
   // Past the prompt boundary: a request that can end only at max_tokens snapshots once,
@@ -151,6 +173,7 @@ class KvCacheManager {
   std::optional<StateSnapshotPool> snapshots_;
   bool prefix_caching_;
   int64_t snapshot_stride_;
+  bool inside_steps_;
   std::unordered_map<std::string, ReqCache> reqs_;
   // Hybrid: PrefixHit::num_shared_tokens of each request's last lookup, where it
   // is longer than the hit (a snapshot point for that request).

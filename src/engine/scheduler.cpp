@@ -20,8 +20,9 @@ Scheduler::Scheduler(const SchedulerConfig& config, const KvCacheConfig& kv_conf
       encoder_(config.encoder_cache_bytes, config.encoder_bytes_per_token),
       encoder_budget_(config.max_num_encoder_input_tokens > 0 ? config.max_num_encoder_input_tokens
                                                               : config.max_num_batched_tokens) {
-  VT_CHECK(config.max_num_batched_tokens >= 1, "scheduler: max_num_batched_tokens = ",
-           config.max_num_batched_tokens, ", expected >= 1");
+  VT_CHECK(config.max_num_batched_tokens >= 1,
+           "scheduler: max_num_batched_tokens = ", config.max_num_batched_tokens,
+           ", expected >= 1");
   VT_CHECK(config.max_num_seqs >= 1, "scheduler: max_num_seqs = ", config.max_num_seqs,
            ", expected >= 1");
   VT_CHECK(config.max_model_len >= 2, "scheduler: max_model_len = ", config.max_model_len,
@@ -179,7 +180,7 @@ SchedulerOutput Scheduler::schedule() {
     if (config_.long_prefill_token_threshold > 0)
       n = std::min(n, config_.long_prefill_token_threshold);
     n = std::min(n, budget);
-    // Hybrid prefix caching: end the chunk where a state snapshot is due.
+    // Hybrid prefix caching: where a chunk ends for its state snapshots.
     n = kv_.prefill_chunk(r, computed, n);
     // Vision items read in this chunk need their features this step.
     return plan_encoder(r, computed, n, !config_.enable_chunked_prefill);
@@ -267,7 +268,9 @@ SchedulerOutput Scheduler::schedule() {
     r->num_computed_tokens += s.num_new_tokens;
     out.total_num_scheduled_tokens += s.num_new_tokens;
     if (auto c = kv_.take_state_copy_before(r->id)) out.state_copies_before.push_back(*c);
-    if (auto c = kv_.snapshot_after(*r, r->num_computed_tokens)) out.state_copies_after.push_back(*c);
+    s.state_save = kv_.snapshot_within(*r, s.num_computed_tokens, r->num_computed_tokens);
+    if (auto c = kv_.snapshot_after(*r, r->num_computed_tokens))
+      out.state_copies_after.push_back(*c);
   }
   out.encoder_frees = encoder_.freed();
   return out;

@@ -9,8 +9,9 @@
 // preempted, waiting requests are admitted (FCFS, or lowest priority value
 // first) while the budget, max_num_seqs and the cache allow, reusing
 // prefix-cached blocks. A prompt longer than the budget is chunked over steps
-// (chunked prefill); with hybrid prefix caching a prompt's prefill also ends
-// chunks where GDN state snapshots are due (KvCacheManager::prefill_chunk).
+// (chunked prefill); with hybrid prefix caching the step also saves GDN state
+// snapshots where they are due, inside a chunk (KvCacheManager::snapshot_within) or
+// where the chunk is made to end (prefill_chunk).
 // Under FCFS no request starves: the oldest running request is never the one
 // preempted while a newer one runs.
 //
@@ -65,6 +66,7 @@ struct ScheduledRequest {
   std::vector<int32_t> new_block_ids;
   std::span<const int32_t> block_ids;  // all of the request's blocks; valid until next schedule()
   std::optional<int32_t> state_slot;   // hybrid models
+  std::optional<StateSaveInStep> state_save;  // hybrid prefix caching: a snapshot inside the step
   // True when this step reaches the end of the known tokens, so its sample is kept.
   bool samples() const { return num_computed_tokens + num_new_tokens == request->num_tokens(); }
 };

@@ -30,8 +30,9 @@ StepPlan build_step_plan(const SchedulerOutput& output, int block_size) {
     const int64_t begin = s.num_computed_tokens, end = begin + s.num_new_tokens;
     VT_CHECK(end <= r.num_tokens(), "forward batch: request '", r.id, "' schedules tokens up to ",
              end, " of ", r.num_tokens());
-    VT_CHECK(static_cast<int64_t>(s.block_ids.size()) * block_size >= end, "forward batch: request '",
-             r.id, "' has ", s.block_ids.size(), " blocks for ", end, " tokens");
+    VT_CHECK(static_cast<int64_t>(s.block_ids.size()) * block_size >= end,
+             "forward batch: request '", r.id, "' has ", s.block_ids.size(), " blocks for ", end,
+             " tokens");
     const int32_t first_row = static_cast<int32_t>(fb.token_ids.size());
     if (r.params.prompt_logprobs) {
       for (int64_t pos = begin; pos < std::min(end, r.num_prompt_tokens() - 1); ++pos)
@@ -83,6 +84,9 @@ StepPlan build_step_plan(const SchedulerOutput& output, int block_size) {
                "' has no state slot in a hybrid batch");
       fb.state_slots.push_back(*s.state_slot);
     }
+    if (s.state_save)
+      fb.state_saves.push_back({static_cast<int32_t>(b), static_cast<int32_t>(s.state_save->offset),
+                                s.state_save->slot});
     if (s.samples()) {
       fb.logits_indices.push_back(fb.query_start_loc.back() - 1);
       fb.logits_requests.push_back(static_cast<int32_t>(b));

@@ -21,12 +21,12 @@ void validate_forward_batch(const ForwardBatch& b, bool needs_state_slots) {
              what, ": request ", r, " has context ", b.context_lens[size_t(r)], " + ", q,
              " new tokens but seq_len ", b.seq_lens[size_t(r)]);
   }
-  VT_CHECK(b.position_rows == 1 || b.position_rows == 3, what, ": position_rows ",
-           b.position_rows, " must be 1 or 3 (MRoPE)");
+  VT_CHECK(b.position_rows == 1 || b.position_rows == 3, what, ": position_rows ", b.position_rows,
+           " must be 1 or 3 (MRoPE)");
   VT_CHECK(int64_t(b.positions.size()) == b.position_rows * T, what, ": positions has ",
            b.positions.size(), " entries for ", b.position_rows, " x ", T, " tokens");
-  VT_CHECK(int64_t(b.slot_mapping.size()) == T, what, ": slot_mapping has ",
-           b.slot_mapping.size(), " entries for ", T, " tokens");
+  VT_CHECK(int64_t(b.slot_mapping.size()) == T, what, ": slot_mapping has ", b.slot_mapping.size(),
+           " entries for ", T, " tokens");
   VT_CHECK(b.max_blocks_per_seq >= 0 &&
                int64_t(b.block_table.size()) == B * int64_t(b.max_blocks_per_seq),
            what, ": block_table has ", b.block_table.size(), " entries, expected ", B, " x ",
@@ -34,6 +34,16 @@ void validate_forward_batch(const ForwardBatch& b, bool needs_state_slots) {
   if (needs_state_slots)
     VT_CHECK(int64_t(b.state_slots.size()) == B, what, ": state_slots has ", b.state_slots.size(),
              " entries for ", B, " requests (the model has GDN layers)");
+  int32_t last = -1;
+  for (const StateSave& sv : b.state_saves) {
+    VT_CHECK(sv.request > last && sv.request < B, what, ": state save for request ", sv.request,
+             " (requests ascending, one save each, of ", B, ")");
+    last = sv.request;
+    const int64_t q =
+        b.query_start_loc[size_t(sv.request + 1)] - b.query_start_loc[size_t(sv.request)];
+    VT_CHECK(sv.offset > 0 && sv.offset < q, what, ": state save of request ", sv.request,
+             " at offset ", sv.offset, " is not inside its ", q, " new tokens");
+  }
   for (int32_t row : b.logits_indices)
     VT_CHECK(row >= 0 && row < T, what, ": logits index ", row, " is not a token of ", T);
 }

@@ -12,8 +12,8 @@
 
 #include "base/error.h"
 #include "base/hash.h"
-#include "engine/step_plan.h"
 #include "engine/model_executor.h"
+#include "engine/step_plan.h"
 
 namespace vtllm::engine::testing {
 
@@ -42,15 +42,24 @@ class FakeModel : public HostLogitsExecutor {
     }
     tokens_computed_ += fb.num_tokens();
     for (const StateCopy& c : fb.state_copies_before) state_.at(c.dst) = state_.at(c.src);
-    // 2. GDN state: consume each request's new tokens in order.
+    // 2. GDN state: consume each request's new tokens in order, saving the state after
+    // the first `offset` of them where the step asks (models::StateSave).
     std::vector<uint64_t> state_hash(fb.num_requests(), 0);
+    size_t save = 0;
     for (int64_t b = 0; b < fb.num_requests() && !state_.empty(); ++b) {
       uint64_t& s = state_.at(fb.state_slots[b]);
       if (fb.context_lens[b] == 0) s = kEmpty;
-      for (int32_t t = fb.query_start_loc[b]; t < fb.query_start_loc[b + 1]; ++t)
+      const bool saves = save < fb.state_saves.size() && fb.state_saves[save].request == b;
+      for (int32_t t = fb.query_start_loc[b]; t < fb.query_start_loc[b + 1]; ++t) {
+        if (saves && t == fb.query_start_loc[b] + fb.state_saves[save].offset)
+          state_.at(fb.state_saves[save].slot) = s;
         s = step_hash(s, fb.token_ids[t]);
+      }
+      if (saves) ++save;
       state_hash[b] = s;
     }
+    VT_CHECK(state_.empty() || save == fb.state_saves.size(),
+             "fake model: a state save for no request");
     for (const StateCopy& c : fb.state_copies_after) state_.at(c.dst) = state_.at(c.src);
     // 3. For each wanted row, read the whole sequence back through the block table.
     std::vector<float> out;

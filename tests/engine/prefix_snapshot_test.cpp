@@ -20,7 +20,7 @@ using testing::FakeModel;
 constexpr int64_t kVocab = 64;
 constexpr int kBlockSize = 4;
 
-EngineConfig hybrid_config(int64_t budget = 64, int64_t stride = 0) {
+EngineConfig hybrid_config(int64_t budget = 64, int64_t stride = 0, bool inside_steps = true) {
   EngineConfig c;
   c.scheduler.max_num_batched_tokens = budget;
   c.scheduler.max_num_seqs = 4;
@@ -30,6 +30,7 @@ EngineConfig hybrid_config(int64_t budget = 64, int64_t stride = 0) {
   c.kv_cache.num_state_slots = 4;
   c.kv_cache.num_state_snapshots = 8;
   c.kv_cache.snapshot_stride = stride;
+  c.kv_cache.snapshots_inside_steps = inside_steps;
   c.sampler.seed = 7;
   c.eos_token_ids = {0};
   return c;
@@ -102,6 +103,9 @@ Turn cold(const std::vector<int32_t>& prompt, int64_t max_tokens, int64_t budget
 
 int64_t floor_block(int64_t n) { return n / kBlockSize * kBlockSize; }
 
+// Snapshots saved inside the steps (the default) or by ending the chunks at them.
+class SnapshotMode : public ::testing::TestWithParam<bool> {};
+
 // Length-only requests (ignore_eos) snapshot once past the prompt, at their last
 // boundary; those that may stop at eos at every boundary: both leave that one.
 class NextTurn : public ::testing::TestWithParam<bool> {};
@@ -128,9 +132,9 @@ TEST_P(NextTurn, HitsTheEndOfThePreviousResponse) {
 
 INSTANTIATE_TEST_SUITE_P(EosOrLength, NextTurn, ::testing::Values(true, false));
 
-TEST(PrefixSnapshot, RewrittenAnswerHitsThePreviousPromptBoundary) {
+TEST_P(SnapshotMode, RewrittenAnswerHitsThePreviousPromptBoundary) {
   std::mt19937 rng(2);
-  Session s(hybrid_config());
+  Session s(hybrid_config(64, 0, GetParam()));
   auto history = random_tokens(rng, 30);
   for (int turn = 0; turn < 3; ++turn) {
     const Turn t = s.serve(history, 7);
@@ -146,9 +150,9 @@ TEST(PrefixSnapshot, RewrittenAnswerHitsThePreviousPromptBoundary) {
   }
 }
 
-TEST(PrefixSnapshot, SharedSystemPrefixHitsFromTheThirdConversation) {
+TEST_P(SnapshotMode, SharedSystemPrefixHitsFromTheThirdConversation) {
   std::mt19937 rng(3);
-  Session s(hybrid_config());
+  Session s(hybrid_config(64, 0, GetParam()));
   const auto system = random_tokens(rng, 18);  // 4 full blocks, then 2 tokens
   for (int conv = 0; conv < 4; ++conv) {
     const auto prompt = cat(system, random_tokens(rng, 7));
@@ -162,11 +166,12 @@ TEST(PrefixSnapshot, SharedSystemPrefixHitsFromTheThirdConversation) {
   }
 }
 
-TEST(PrefixSnapshot, StrideSnapshotsLetADivergingPromptHit) {
+TEST_P(SnapshotMode, StrideSnapshotsLetADivergingPromptHit) {
   std::mt19937 rng(4);
-  // Budget 20, stride 8: the first chunk of a 40-token prompt ends at 16 (the
-  // furthest stride point it passes), the next at the prompt boundary 36.
-  const EngineConfig c = hybrid_config(20, 8);
+  // Budget 20, stride 8: the first chunk of a 40-token prompt snapshots at 16 (the
+  // furthest stride point it passes), the next at the prompt boundary 36; inside the
+  // steps, or by ending the chunks there.
+  const EngineConfig c = hybrid_config(20, 8, GetParam());
   Session s(c);
   const auto shared = random_tokens(rng, 18);
   const auto a = cat(shared, random_tokens(rng, 22));
@@ -177,9 +182,9 @@ TEST(PrefixSnapshot, StrideSnapshotsLetADivergingPromptHit) {
   EXPECT_EQ(t.tokens, cold(b, 3, 20).tokens);
 }
 
-TEST(PrefixSnapshot, AWrongSnapshotIsNeverPicked) {
+TEST_P(SnapshotMode, AWrongSnapshotIsNeverPicked) {
   std::mt19937 rng(5);
-  Session s(hybrid_config());
+  Session s(hybrid_config(64, 0, GetParam()));
   // Equal first and last blocks, different middle: the last blocks' chained
   // hashes differ, so b may not restore a's state at 12 (nor any other).
   const auto head = random_tokens(rng, 4), tail = random_tokens(rng, 4);
@@ -199,8 +204,11 @@ TEST(PrefixSnapshot, AWrongSnapshotIsNeverPicked) {
   EXPECT_EQ(tc.tokens, cold(c, 6).tokens);
 }
 
+INSTANTIATE_TEST_SUITE_P(InsideStepsOrChunkEnds, SnapshotMode, ::testing::Values(true, false));
+
 TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
   KvCacheConfig c;
+  c.snapshots_inside_steps = false;
   c.block_size = 4;
   c.num_blocks = 40;
   c.num_state_slots = 2;
@@ -233,6 +241,50 @@ TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
   EXPECT_EQ(shared.prefill_chunk(second, 16, 14), 12);  // then the prompt boundary, 28
   c.snapshot_stride = 6;
   EXPECT_THROW(KvCacheManager bad(c), Error);
+}
+
+// Inside the steps a chunk is cut only when it passes two snapshot points.
+TEST(PrefixSnapshot, ChunksPassingOnePointAreNotCutInsideSteps) {
+  KvCacheConfig c;
+  c.block_size = 4;
+  c.num_blocks = 40;
+  c.num_state_slots = 2;
+  c.num_state_snapshots = 4;
+  c.snapshot_stride = 12;
+  std::vector<int32_t> p(30);
+  for (int i = 0; i < 30; ++i) p[i] = 1 + i;
+  KvCacheManager kv(c);
+  Request r("r", p, {});
+  EXPECT_EQ(kv.prefill_chunk(r, 0, 30), 30);   // the boundary 28, inside
+  EXPECT_EQ(kv.prefill_chunk(r, 0, 27), 27);   // the stride point 24, inside
+  EXPECT_EQ(kv.prefill_chunk(r, 17, 13), 13);  // 28, inside
+  ASSERT_TRUE(kv.allocate_slots(r, 27));
+  r.num_computed_tokens = 27;
+  const auto save = kv.snapshot_within(r, 0, 27);
+  ASSERT_TRUE(save.has_value());
+  EXPECT_EQ(save->offset, 24);
+  EXPECT_GE(save->slot, 2);  // a snapshot slot
+  EXPECT_FALSE(kv.snapshot_after(r, 27).has_value());
+  EXPECT_FALSE(kv.snapshot_within(r, 0, 24).has_value());  // ends there: snapshot_after's
+  KvCacheManager shared(c);
+  Request first("first", p, {});
+  ASSERT_TRUE(shared.allocate_slots(first, 30));  // caches 7 blocks, no snapshot yet
+  auto q = p;
+  q[17] = 99;  // shares 4 blocks (16 tokens) with `first`
+  Request second("second", q, {});
+  EXPECT_EQ(shared.get_computed_blocks(second).num_shared_tokens, 16);
+  EXPECT_EQ(shared.prefill_chunk(second, 0, 20), 20);  // 16 inside
+  EXPECT_EQ(shared.prefill_chunk(second, 0, 30), 28);  // 16 inside, 28 at the end
+  ASSERT_TRUE(shared.allocate_slots(second, 28));
+  second.num_computed_tokens = 28;
+  const auto mid = shared.snapshot_within(second, 0, 28);
+  ASSERT_TRUE(mid.has_value());
+  EXPECT_EQ(mid->offset, 16);
+  const auto end = shared.snapshot_after(second, 28);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_NE(end->dst, mid->slot);
+  // Past the boundary nothing is saved inside a step.
+  EXPECT_FALSE(shared.snapshot_within(second, 28, 30).has_value());
 }
 
 }  // namespace

@@ -5,12 +5,13 @@
 // largest |logit|: GEMM blocking and the chunked vs per-token GDN order differ).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
 
-#include "model_harness.h"
 #include "io/weight_names.h"
+#include "model_harness.h"
 #include "models/registry.h"
 #include "vt/ops/embedding.h"
 
@@ -93,6 +94,36 @@ TEST_P(ModelConsistency, BatchedRequestsMatchEachAlone) {
   EXPECT_LE(rel_diff(both[0], prefill_logits(sb.tokens, 0)), kTol);
 }
 
+// A GDN state saved inside a step (ForwardBatch::state_saves) is the state of a step cut
+// at that offset, and the step's own results are those of the uncut step; two requests,
+// one saving at a chunk-of-64 boundary of its step.
+TEST_P(ModelConsistency, StateSavesInsideAStepMatchACutStep) {
+  const CacheSpec spec = model_->cache_spec();
+  if (std::none_of(spec.begin(), spec.end(),
+                   [](const LayerCacheSpec& l) { return l.kind == LayerCacheSpec::Kind::kGdn; }))
+    GTEST_SKIP() << "no GDN layers";
+  const auto a = random_prompt(120, model_->vocab_size(), 21);
+  const auto b = random_prompt(90, model_->vocab_size(), 22);
+  Harness saved(*model_, s_, 96, 16, 6), cut(*model_, s_, 96, 16, 6);
+  Sequence sa(a), sb(b), ca(a), cb(b);
+  saved.step({{&sa, 20}});
+  cut.step({{&ca, 20}});
+  const int32_t slot_a = saved.take_slot(), slot_b = saved.take_slot();
+  const auto both = saved.step({{&sa, 100}, {&sb, 90}}, nullptr,
+                               {StateSave{0, 37, slot_a}, StateSave{1, 64, slot_b}});
+  cut.step({{&ca, 37}, {&cb, 64}});
+  const std::vector<float> at_a = cut.gdn_state(ca.state_slot), at_b = cut.gdn_state(cb.state_slot);
+  const auto rest = cut.step({{&ca, 63}, {&cb, 26}});
+  EXPECT_LE(rel_diff(both[0], rest[0]), kTol);
+  EXPECT_LE(rel_diff(both[1], rest[1]), kTol);
+  EXPECT_LE(rel_diff(saved.gdn_state(slot_a), at_a), kTol);
+  EXPECT_LE(rel_diff(saved.gdn_state(slot_b), at_b), kTol);
+  EXPECT_LE(rel_diff(saved.gdn_state(sa.state_slot), cut.gdn_state(ca.state_slot)), kTol);
+  EXPECT_LE(rel_diff(saved.gdn_state(sb.state_slot), cut.gdn_state(cb.state_slot)), kTol);
+  // The saved state is not the step's end state, nor one token off.
+  EXPECT_GT(rel_diff(saved.gdn_state(slot_a), cut.gdn_state(ca.state_slot)), 1e-3);
+}
+
 TEST_P(ModelConsistency, UnfusedPreambleMatchesFused) {
   const auto ids = random_prompt(40, model_->vocab_size(), 5);
   vt::Stream s;
@@ -126,12 +157,12 @@ TEST_P(ModelConsistency, InputEmbeddingsReplaceTheirRowsExactly) {
   }
   // The embedding rows of `embedded_ids`, read from the checkpoint's own table.
   const io::ModelConfig& c = model_->config();
-  io::Weights w = io::load_model_weights(s_, fixture(GetParam()), c, declare_params(c, true),
-                                         {.language_model_only = true,
-                                          .progress = io::LoadOptions::Progress::kNever});
+  io::Weights w = io::load_model_weights(
+      s_, fixture(GetParam()), c, declare_params(c, true),
+      {.language_model_only = true, .progress = io::LoadOptions::Progress::kNever});
   const vt::Tensor& table = w.at(io::language_model_prefix(c) + "embed_tokens.weight");
-  InputEmbeddings e{rows, vt::Tensor::empty({int64_t(rows.size()), c.text.hidden_size},
-                                            model_->dtype())};
+  InputEmbeddings e{rows,
+                    vt::Tensor::empty({int64_t(rows.size()), c.text.hidden_size}, model_->dtype())};
   vt::embedding(s_, table, index_tensor(embedded_ids), e.values);
 
   Harness h(*model_, s_);

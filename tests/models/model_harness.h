@@ -30,7 +30,8 @@ class Harness {
  public:
   Harness(Model& model, vt::Stream& s, int64_t num_blocks = 96, int block_size = 16,
           int64_t num_slots = 4)
-      : model_(model), s_(s),
+      : model_(model),
+        s_(s),
         cache_(s, model.cache_spec(), num_blocks, block_size, num_slots, model.dtype()),
         block_size_(block_size) {
     for (int64_t b = 0; b < num_blocks; ++b) free_blocks_.push_back(int32_t(b));
@@ -38,10 +39,12 @@ class Harness {
   }
 
   // One forward over `work`: for each (sequence, n) the next n uncomputed tokens, with
-  // `embeds` (rows of this step's flat token axis) when given.
+  // `embeds` (rows of this step's flat token axis) and GDN state saves (requests are
+  // indices into `work`; slots from take_slot()) when given.
   // Returns the logits of each sequence's last token of this step, [B][V].
   std::vector<std::vector<float>> step(const std::vector<std::pair<Sequence*, int64_t>>& work,
-                                       const InputEmbeddings* embeds = nullptr) {
+                                       const InputEmbeddings* embeds = nullptr,
+                                       const std::vector<StateSave>& saves = {}) {
     ForwardBatch b;
     b.block_size = block_size_;
     b.query_start_loc.push_back(0);
@@ -77,10 +80,11 @@ class Harness {
       b.logits_indices.push_back(int32_t(b.token_ids.size()) - 1);
     }
     b.position_rows = rows;
+    b.state_saves = saves;
     for (int r = 0; r < rows; ++r) b.positions.insert(b.positions.end(), pos.begin(), pos.end());
     vt::Tensor hidden = model_.forward(s_, b, cache_, embeds);
-    vt::Tensor logits = vt::to_device(s_, model_.compute_logits(s_, hidden, b.logits_indices),
-                                      vt::Device::cpu());
+    vt::Tensor logits =
+        vt::to_device(s_, model_.compute_logits(s_, hidden, b.logits_indices), vt::Device::cpu());
     vt::Stream cpu(vt::Device::cpu(), 1);
     logits = vt::to_dtype(cpu, logits, vt::DType::kF32);
     for (auto& [seq, n] : work) seq->computed += n;
@@ -99,6 +103,29 @@ class Harness {
       last = step({{&seq, chunk > 0 ? std::min(chunk, left) : left}})[0];
     }
     return last;
+  }
+
+  // A free state slot (for a state save); never returned.
+  int32_t take_slot() {
+    const int32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+
+  // Every GDN layer's conv and recurrent state in `slot`, concatenated, on the host.
+  std::vector<float> gdn_state(int32_t slot) {
+    std::vector<float> out;
+    const CacheSpec spec = model_.cache_spec();
+    for (size_t l = 0; l < spec.size(); ++l) {
+      if (spec[l].kind != LayerCacheSpec::Kind::kGdn) continue;
+      const GdnState st = cache_.gdn(int64_t(l));
+      for (const vt::Tensor* t : {&st.conv, &st.recurrent}) {
+        const vt::Tensor row =
+            vt::to_device(s_, vt::contiguous(s_, t->select(0, slot)), vt::Device::cpu());
+        out.insert(out.end(), row.data<float>(), row.data<float>() + row.numel());
+      }
+    }
+    return out;
   }
 
   // Releases a finished sequence's blocks and slot.

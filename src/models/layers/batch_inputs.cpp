@@ -54,6 +54,29 @@ void set_facts(BatchInputs& in, const ForwardBatch& b) {
   if (!b.state_slots.empty())
     for (int64_t r = 0; r < B; ++r)
       if (b.context_lens[size_t(r)] == 0) in.new_state_slots.push_back(b.state_slots[size_t(r)]);
+  GdnSaves& g = in.gdn_saves;
+  if (!b.state_saves.empty()) {
+    size_t next = 0;
+    for (int64_t r = 0; r < B; ++r) {
+      const int32_t begin = b.query_start_loc[size_t(r)], end = b.query_start_loc[size_t(r + 1)];
+      const int32_t own = b.state_slots.at(size_t(r));
+      g.first_start.push_back(begin);
+      g.first_slots.push_back(own);
+      if (next == b.state_saves.size() || b.state_saves[next].request != r) continue;
+      const StateSave& sv = b.state_saves[next++];
+      g.first_start.push_back(begin + sv.offset);
+      g.first_slots.push_back(sv.slot);
+      g.tail_start.push_back(int32_t(g.tail_rows.size()));
+      g.tail_slots.push_back(own);
+      for (int32_t t = begin + sv.offset; t < end; ++t) g.tail_rows.push_back(t);
+      g.own.push_back(own);
+      g.save.push_back(sv.slot);
+    }
+    g.first_start.push_back(b.query_start_loc[size_t(B)]);
+    g.tail_start.push_back(int32_t(g.tail_rows.size()));
+    g.tail_index.resize(g.tail_rows.size());
+    for (size_t i = 0; i < g.tail_index.size(); ++i) g.tail_index[i] = int32_t(i);
+  }
   in.decode_only = B > 0;
   for (int64_t r = 0; r < B; ++r)
     if (b.query_start_loc[size_t(r + 1)] - b.query_start_loc[size_t(r)] != 1 ||
@@ -98,8 +121,8 @@ void validate_step_ranges(const ForwardBatch& b, int64_t num_blocks, int64_t num
   const char* what = "ForwardBatch";
   const int64_t B = b.num_requests(), W = b.max_blocks_per_seq, bs = b.block_size;
   for (size_t t = 0; t < b.token_ids.size(); ++t)
-    VT_CHECK(b.token_ids[t] >= 0 && b.token_ids[t] < vocab, what, ": token_ids[", t, "] = ",
-             b.token_ids[t], " is outside the vocabulary of ", vocab);
+    VT_CHECK(b.token_ids[t] >= 0 && b.token_ids[t] < vocab, what, ": token_ids[", t,
+             "] = ", b.token_ids[t], " is outside the vocabulary of ", vocab);
   for (size_t t = 0; t < b.slot_mapping.size(); ++t)
     VT_CHECK(b.slot_mapping[t] >= -1 && b.slot_mapping[t] < num_blocks * bs, what,
              ": slot_mapping[", t, "] = ", b.slot_mapping[t], " is outside the cache's ",
@@ -119,11 +142,16 @@ void validate_step_ranges(const ForwardBatch& b, int64_t num_blocks, int64_t num
   if (b.state_slots.empty() || num_state_slots == 0) return;
   std::vector<int32_t> seen(b.state_slots);
   for (size_t r = 0; r < seen.size(); ++r)
-    VT_CHECK(seen[r] >= 0 && seen[r] < num_state_slots, what, ": state_slots[", r, "] = ",
-             seen[r], " is not one of the ", num_state_slots, " slots");
+    VT_CHECK(seen[r] >= 0 && seen[r] < num_state_slots, what, ": state_slots[", r, "] = ", seen[r],
+             " is not one of the ", num_state_slots, " slots");
+  for (const StateSave& sv : b.state_saves) {
+    VT_CHECK(sv.slot >= 0 && sv.slot < num_state_slots, what, ": the state save of request ",
+             sv.request, " goes to slot ", sv.slot, ", not one of the ", num_state_slots);
+    seen.push_back(sv.slot);
+  }
   std::sort(seen.begin(), seen.end());
   VT_CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), what,
-           ": two requests share a state slot");
+           ": two requests (or a request and a state save) share a state slot");
 }
 
 namespace {
@@ -158,8 +186,8 @@ std::vector<int64_t> pack_step(const ForwardBatch& b, const RopeSpec* rope, vt::
            " blocks do not fit the layout's ", B, " x ", W);
   const Packing pk(T, B, W, R);
   if (offsets != nullptr)
-    *offsets = PackedOffsets{pk.ids, pk.qsl, pk.seq, pk.table, pk.slots, pk.slot_map, pk.cos_sin,
-                             pk.end};
+    *offsets =
+        PackedOffsets{pk.ids, pk.qsl, pk.seq, pk.table, pk.slots, pk.slot_map, pk.cos_sin, pk.end};
   std::vector<int64_t> words(size_t((pk.end + 7) / 8), 0);
   char* base = reinterpret_cast<char*>(words.data());
   auto i32_at = [&](int64_t off) { return reinterpret_cast<int32_t*>(base + off); };
@@ -217,7 +245,8 @@ BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& b, const RopeSp
   } else {
     int64_t max_q = 1, max_len = 1;
     for (int64_t r = 0; r < B0; ++r) {
-      max_q = std::max<int64_t>(max_q, b.query_start_loc[size_t(r + 1)] - b.query_start_loc[size_t(r)]);
+      max_q =
+          std::max<int64_t>(max_q, b.query_start_loc[size_t(r + 1)] - b.query_start_loc[size_t(r)]);
       max_len = std::max<int64_t>(max_len, b.seq_lens[size_t(r)]);
     }
     in.bounds = vt::AttentionBounds{std::max<int64_t>(B0, 1), max_q, max_len};
@@ -231,8 +260,7 @@ BatchInputs make_batch_inputs(vt::Stream& s, const ForwardBatch& b, const RopeSp
   vt::Tensor dev;
   if (into != nullptr) {
     VT_CHECK(into->defined() && into->device() == s.device() && into->is_contiguous() &&
-                 into->dtype() == vt::DType::kI64 &&
-                 int64_t(into->nbytes()) >= pk.end,
+                 into->dtype() == vt::DType::kI64 && int64_t(into->nbytes()) >= pk.end,
              "make_batch_inputs: the input buffer ", into->defined() ? into->str() : "(none)",
              " cannot hold ", pk.end, " bytes on ", s.device().str());
     dev = *into;

@@ -49,6 +49,20 @@ struct StepLayout {
   vt::AttentionBounds bounds;  // the graph's: {batch, 1, max context}
 };
 
+// ForwardBatch::state_saves as GDN layers run them: pass one over every request, each
+// saving request cut in two at its offset (the piece past it runs from the save slot and
+// its results are thrown away); the own slots' states are copied to the save slots; pass
+// two runs the pieces past the offsets ("tails", gathered) from those states. Host i32
+// vectors; empty when the batch saves nothing.
+struct GdnSaves {
+  std::vector<int32_t> first_start, first_slots;  // pass one: [B + S + 1], [B + S]
+  std::vector<int32_t> tail_start, tail_slots;    // pass two: [S + 1], [S] (own slots)
+  std::vector<int32_t> tail_rows;                 // [Tt]: the tails' rows of the step
+  std::vector<int32_t> tail_index;                // [Tt]: 0 .. Tt - 1
+  std::vector<int32_t> own, save;                 // [S]: slot own[i] is copied to save[i]
+  bool empty() const { return own.empty(); }
+};
+
 struct BatchInputs {
   vt::Tensor token_ids;        // [T] i32
   vt::Tensor positions;        // [T] or MRoPE [3, T] i64, host
@@ -71,6 +85,7 @@ struct BatchInputs {
   // Every request adds exactly one token to a non-empty context: GDN layers take the
   // per-token recurrence (as the oracle's decode step), otherwise the chunked form.
   bool decode_only = false;
+  GdnSaves gdn_saves;
   // Bounds for paged_attention on CUDA: the batch's own (B, max q_len, max seq_len), or
   // the layout's when padded; undefined on the CPU.
   vt::AttentionBounds bounds;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "vt/ops/copy.h"
 #include "vt/ops/fill.h"
 #include "vt/ops/gdn.h"
 #include "vt/ops/gemm.h"
@@ -17,6 +18,17 @@ void zero_slot(vt::Stream& s, vt::Tensor& t, int64_t slot) {
            t.size(0));
   vt::Tensor row = t.select(0, slot);
   vt::zero(s, row);
+}
+
+// `t` [slots, ...] as [slots, rest]: rows copy_rows can move whole.
+vt::Tensor slot_rows(const vt::Tensor& t) { return t.view({t.size(0), t.numel() / t.size(0)}); }
+
+// Rows `rows` of the 2-D `x` gathered into a new contiguous tensor.
+vt::Tensor gather_rows(vt::Stream& s, const vt::Tensor& x, const GdnSaves& sv) {
+  vt::Tensor out =
+      vt::Tensor::empty({int64_t(sv.tail_rows.size()), x.size(1)}, x.dtype(), x.device());
+  vt::copy_rows(s, x, index_tensor(sv.tail_rows), out, index_tensor(sv.tail_index));
+  return out;
 }
 }  // namespace
 
@@ -76,8 +88,33 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
     zero_slot(s, state.recurrent, slot);
   }
 
+  // State saves inside the step (BatchInputs::GdnSaves): each op that carries state runs
+  // twice, pass one with the saving requests cut at their offsets, then the tails again
+  // from the state there, which is also copied to the save slot.
+  const GdnSaves& sv = in.gdn_saves;
+  const bool saves = !sv.empty();
+  VT_CHECK(!saves || !in.decode_only, "GatedDeltaNet: a state save in a decode step");
+  const vt::Tensor first_start = saves ? index_tensor(sv.first_start) : vt::Tensor();
+  const vt::Tensor first_slots = saves ? index_tensor(sv.first_slots) : vt::Tensor();
+  const vt::Tensor tail_start = saves ? index_tensor(sv.tail_start) : vt::Tensor();
+  const vt::Tensor tail_slots = saves ? index_tensor(sv.tail_slots) : vt::Tensor();
+  const auto save_states = [&](vt::Tensor& t) {
+    vt::Tensor rows = slot_rows(t);
+    vt::copy_rows(s, rows, index_tensor(sv.own), rows, index_tensor(sv.save));
+  };
+  const int64_t Tt = int64_t(sv.tail_rows.size());
+
   vt::Tensor act = vt::Tensor::empty({T, cd}, dt, dev);
-  vt::causal_conv1d_silu(s, mixed, conv_w_, in.query_start_loc, state.conv, in.state_slots, act);
+  if (!saves) {
+    vt::causal_conv1d_silu(s, mixed, conv_w_, in.query_start_loc, state.conv, in.state_slots, act);
+  } else {
+    vt::causal_conv1d_silu(s, mixed, conv_w_, first_start, state.conv, first_slots, act);
+    save_states(state.conv);
+    vt::Tensor tail_act = vt::Tensor::empty({Tt, cd}, dt, dev);
+    vt::causal_conv1d_silu(s, gather_rows(s, mixed, sv), conv_w_, tail_start, state.conv,
+                           tail_slots, tail_act);
+    vt::copy_rows(s, tail_act, index_tensor(sv.tail_index), act, index_tensor(sv.tail_rows));
+  }
   const vt::Tensor v = act.slice(1, 2 * kd, cd).reshape({T, hv, dv});
   const float scale = 1.0f / std::sqrt(float(dk));
   vt::Tensor y = vt::Tensor::empty({T, hv, dv}, dt, dev);
@@ -102,10 +139,25 @@ void GatedDeltaNet::forward(vt::Stream& s, const vt::Tensor& x, const BatchInput
     vt::Tensor o = vt::Tensor::empty({T, hv, dv}, dt, dev);
     // Chunks of 64 (prefill and mixed steps); host indices when the batch has them: the
     // chunked kernel plans chunks from them.
-    vt::gated_delta_rule_chunked(
-        s, q, k, v, g, beta, scale,
-        in.host_query_start_loc.defined() ? in.host_query_start_loc : in.query_start_loc,
-        state.recurrent, in.host_state_slots.defined() ? in.host_state_slots : in.state_slots, o);
+    if (!saves) {
+      vt::gated_delta_rule_chunked(
+          s, q, k, v, g, beta, scale,
+          in.host_query_start_loc.defined() ? in.host_query_start_loc : in.query_start_loc,
+          state.recurrent, in.host_state_slots.defined() ? in.host_state_slots : in.state_slots, o);
+    } else {
+      vt::gated_delta_rule_chunked(s, q, k, v, g, beta, scale, first_start, state.recurrent,
+                                   first_slots, o);
+      save_states(state.recurrent);
+      const vt::Tensor tqk = gather_rows(s, qk.view({T, 2 * hk * dk}), sv).view({Tt, 2 * hk, dk});
+      const vt::Tensor tv = gather_rows(s, act.slice(1, 2 * kd, cd), sv).view({Tt, hv, dv});
+      vt::Tensor to = vt::Tensor::empty({Tt, hv, dv}, dt, dev);
+      vt::gated_delta_rule_chunked(s, tqk.slice(1, 0, hk), tqk.slice(1, hk, 2 * hk), tv,
+                                   gather_rows(s, g, sv), gather_rows(s, beta, sv), scale,
+                                   tail_start, state.recurrent, tail_slots, to);
+      vt::Tensor orows = o.view({T, hv * dv});
+      vt::copy_rows(s, to.view({Tt, hv * dv}), index_tensor(sv.tail_index), orows,
+                    index_tensor(sv.tail_rows));
+    }
     vt::gated_rms_norm(s, o, z, norm_, eps_, y);
   }
   vt::linear(s, y.view({T, hv * dv}), out_proj_, out);

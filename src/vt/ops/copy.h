@@ -15,6 +15,12 @@
 //     is ready on return.
 //   contiguous(s, t)          t if contiguous, else a contiguous copy on t's device.
 //   to_dtype(s, t, dtype)     a contiguous copy converted to dtype (t if already so).
+//   copy_rows(s, src, src_rows, dst, dst_rows)   dst[dst_rows[i], :] = src[src_rows[i], :]
+//     for every i: a row gather, scatter or both in one launch. src [R, D] and dst [R', D]
+//     of one dtype (any), 2-D, last dim contiguous, any row stride; src_rows and dst_rows
+//     [n] i32 on the CPU, in range, dst_rows distinct (checked). dst may be src itself
+//     when no row is both read and written (checked), else they must not overlap. Exact
+//     (a byte copy), on the stream's device (CPU or CUDA).
 #pragma once
 
 #include "vt/stream.h"
@@ -26,5 +32,7 @@ void copy(Stream& s, const Tensor& src, Tensor& dst);
 Tensor to_device(Stream& s, const Tensor& t, Device device);
 Tensor contiguous(Stream& s, const Tensor& t);
 Tensor to_dtype(Stream& s, const Tensor& t, DType dtype);
+void copy_rows(Stream& s, const Tensor& src, const Tensor& src_rows, Tensor& dst,
+               const Tensor& dst_rows);
 
 }  // namespace vt
