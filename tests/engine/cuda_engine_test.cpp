@@ -210,7 +210,9 @@ TEST_P(CudaEngine, KvCacheTakesTheMemoryUtilizationLeaves) {
   const CachePlan& plan = *runner->cache_plan();
   EXPECT_EQ(runner->kv_config().num_blocks, plan.num_blocks + 1);
   EXPECT_GT(plan.num_blocks, 0);
-  EXPECT_GT(plan.weights, 0u);
+  // The weights are measured across the load by cudaMemGetInfo, which does not see the
+  // tiny fixtures' tensors: the driver carves small cudaMallocs out of pages it holds.
+  EXPECT_LE(plan.weights, plan.in_use);
   const double share = budget.gpu_memory_utilization * double(plan.total);
   const double used = double(plan.in_use + plan.activation_peak + plan.state_bytes);
   // Whole blocks: what is left after the cache is less than one block.
