@@ -26,7 +26,7 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config)
     : pool_(config.num_blocks, config.block_size, caching_on(config)),
       prefix_caching_(caching_on(config)),
       snapshot_stride_(config.snapshot_stride),
-      inside_steps_(config.snapshots_inside_steps) {
+      max_save_tail_(config.max_save_tail) {
   VT_CHECK(config.num_state_snapshots >= 0,
            "kv cache: num_state_snapshots = ", config.num_state_snapshots);
   VT_CHECK(config.snapshot_stride >= 0 && config.snapshot_stride % config.block_size == 0,
@@ -171,14 +171,15 @@ int64_t KvCacheManager::prefill_chunk(const Request& request, int64_t computed, 
   if (computed >= boundary || n <= 0) return n;
   const std::vector<int64_t> points = chunk_points(request, computed, computed + n);
   if (points.empty()) return n;
-  if (!inside_steps_) return points.front() - computed;
-  // One save inside a step: a chunk passing two points ends at the later one.
-  return points.size() > 1 ? points.back() - computed : n;
+  // One save inside a step, at the first point, when its tail is short: a chunk passing
+  // two points ends at the later one.
+  const int64_t end = points.size() > 1 ? points.back() : computed + n;
+  return end - points.front() <= max_save_tail_ ? end - computed : points.front() - computed;
 }
 
 std::optional<StateSaveInStep> KvCacheManager::snapshot_within(const Request& request,
                                                                int64_t begin, int64_t end) {
-  if (!inside_steps_ || !snapshots_ || begin >= prefill_boundary(request)) return std::nullopt;
+  if (max_save_tail_ <= 0 || !snapshots_ || begin >= prefill_boundary(request)) return std::nullopt;
   const std::vector<int64_t> points = chunk_points(request, begin, end);
   if (points.empty() || points.front() >= end) return std::nullopt;  // snapshot_after's
   const int64_t p = points.front();

@@ -53,9 +53,11 @@ struct KvCacheConfig {
   // KV blocks and snapshots (after weights, activations, running slots and graphs) goes
   // to GDN state snapshots, added to num_state_snapshots; at least one.
   double snapshot_fraction = 0;
-  // Hybrid prefix caching: take a snapshot due inside a prefill chunk from within the
-  // step (models::ForwardBatch::state_saves) instead of ending the chunk there.
-  bool snapshots_inside_steps = true;
+  // Hybrid prefix caching: a snapshot due inside a prefill chunk is taken from within the
+  // step (models::ForwardBatch::state_saves) when at most this many of the chunk's tokens
+  // follow its point (GDN layers run those tokens twice); otherwise the chunk ends at the
+  // point. 0: chunks always end at their points.
+  int64_t max_save_tail = 64;
 };
 
 // Copy every GDN layer's state from slot src to slot dst.
@@ -122,11 +124,11 @@ class KvCacheManager {
   // snapshots). A prefill chunk [computed, computed + n) snapshots at one point it
   // passes: where the request's last get_computed_blocks() found the cached chain to
   // end, else the prompt boundary, else the furthest stride multiple.
-  // prefill_chunk(): `n` cut back so the chunk ends at that point; with
-  // snapshots_inside_steps, uncut unless it passes both the chain's end and the
-  // boundary (then it ends at the later one). snapshot_within(): with
-  // snapshots_inside_steps, the save inside a step of tokens [begin, end) when its
-  // point lies before `end`. take_state_copy_before(): the snapshot to restore into
+  // prefill_chunk(): `n` cut back so the chunk ends at that point, unless at most
+  // max_save_tail tokens of the chunk follow it (then uncut, or, when the chunk also
+  // passes the boundary after the chain's end, ending at the boundary).
+  // snapshot_within(): the save inside a step of tokens [begin, end) when its point lies
+  // before `end`. take_state_copy_before(): the snapshot to restore into
   // the request's slot before its first step after a hit. snapshot_after(): the copy
   // that saves the request's state when its step ends at a snapshot point or, past
   // the boundary, at any block boundary (dropping its previous tail snapshot).
@@ -173,7 +175,7 @@ class KvCacheManager {
   std::optional<StateSnapshotPool> snapshots_;
   bool prefix_caching_;
   int64_t snapshot_stride_;
-  bool inside_steps_;
+  int64_t max_save_tail_;
   std::unordered_map<std::string, ReqCache> reqs_;
   // Hybrid: PrefixHit::num_shared_tokens of each request's last lookup, where it
   // is longer than the hit (a snapshot point for that request).

@@ -30,7 +30,7 @@ EngineConfig hybrid_config(int64_t budget = 64, int64_t stride = 0, bool inside_
   c.kv_cache.num_state_slots = 4;
   c.kv_cache.num_state_snapshots = 8;
   c.kv_cache.snapshot_stride = stride;
-  c.kv_cache.snapshots_inside_steps = inside_steps;
+  if (!inside_steps) c.kv_cache.max_save_tail = 0;
   c.sampler.seed = 7;
   c.eos_token_ids = {0};
   return c;
@@ -208,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(InsideStepsOrChunkEnds, SnapshotMode, ::testing::Values
 
 TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
   KvCacheConfig c;
-  c.snapshots_inside_steps = false;
+  c.max_save_tail = 0;
   c.block_size = 4;
   c.num_blocks = 40;
   c.num_state_slots = 2;
@@ -285,6 +285,35 @@ TEST(PrefixSnapshot, ChunksPassingOnePointAreNotCutInsideSteps) {
   EXPECT_NE(end->dst, mid->slot);
   // Past the boundary nothing is saved inside a step.
   EXPECT_FALSE(shared.snapshot_within(second, 28, 30).has_value());
+}
+
+// A save inside a step reruns the tokens after its point: past max_save_tail of them the
+// chunk ends at the point instead.
+TEST(PrefixSnapshot, LongSaveTailsEndTheChunkAtThePoint) {
+  KvCacheConfig c;
+  c.block_size = 4;
+  c.num_blocks = 40;
+  c.num_state_slots = 2;
+  c.num_state_snapshots = 4;
+  c.snapshot_stride = 12;
+  c.max_save_tail = 4;
+  std::vector<int32_t> p(30);
+  for (int i = 0; i < 30; ++i) p[i] = 1 + i;
+  KvCacheManager kv(c);
+  Request r("r", p, {});
+  EXPECT_EQ(kv.prefill_chunk(r, 0, 30), 30);  // the boundary 28: a tail of 2
+  EXPECT_EQ(kv.prefill_chunk(r, 0, 27), 27);  // the stride point 24: 3
+  EXPECT_EQ(kv.prefill_chunk(r, 0, 20), 12);  // the stride point 12: 8, cut
+  KvCacheManager shared(c);
+  Request first("first", p, {});
+  ASSERT_TRUE(shared.allocate_slots(first, 30));
+  auto q = p;
+  q[17] = 99;  // shares 16 tokens with `first`
+  Request second("second", q, {});
+  EXPECT_EQ(shared.get_computed_blocks(second).num_shared_tokens, 16);
+  EXPECT_EQ(shared.prefill_chunk(second, 0, 18), 18);   // 16 inside: a tail of 2
+  EXPECT_EQ(shared.prefill_chunk(second, 0, 30), 16);   // 16 then 28: a tail of 12, cut
+  EXPECT_EQ(shared.prefill_chunk(second, 16, 14), 14);  // 28 inside
 }
 
 }  // namespace
