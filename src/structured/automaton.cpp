@@ -11,6 +11,23 @@ namespace vtllm::structured {
 namespace {
 
 constexpr int32_t kUnknown = -2;
+
+uint64_t mix(uint64_t h) {
+  h ^= h >> 31;
+  h *= 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 29);
+}
+
+uint64_t node_hash(int32_t pos, int32_t parent) {
+  return mix((static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) |
+             static_cast<uint32_t>(parent));
+}
+
+uint64_t stacks_hash(const std::vector<int32_t>& stacks, bool accepting, bool context) {
+  uint64_t h = 1469598103934665603ull ^ (stacks.size() * 4 + accepting + 2 * context);
+  for (int32_t x : stacks) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+  return mix(h);
+}
 // Masks cached per grammar before the cache is dropped and refilled.
 constexpr size_t kMaskCacheBytes = size_t{128} << 20;
 // Stack nodes a truncated state keeps: enough to hold a JSON string's frames
@@ -154,12 +171,6 @@ void check_not_left_recursive(const Grammar& g, const std::vector<bool>& nullabl
 
 }  // namespace
 
-size_t Automaton::VecHash::operator()(const std::vector<int32_t>& v) const {
-  uint64_t h = 1469598103934665603ull ^ v.size();
-  for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
-  return static_cast<size_t>(h ^ (h >> 29));
-}
-
 Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(vocab) {
   const size_t n = grammar.rules.size();
   VT_CHECK(grammar.root >= 0 && static_cast<size_t>(grammar.root) < n,
@@ -234,11 +245,20 @@ Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(v
 }
 
 int32_t Automaton::node(int32_t pos, int32_t parent) {
-  const uint64_t key =
-      (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
-  auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(nodes_.size()));
-  if (inserted) nodes_.push_back({pos, parent});
-  return it->second;
+  auto same = [&](int32_t id) {
+    return nodes_[static_cast<size_t>(id)] == std::pair<int32_t, int32_t>{pos, parent};
+  };
+  int32_t* slot = &node_ids_.find(node_hash(pos, parent), same);
+  if (*slot >= 0) return *slot;
+  if (node_ids_.grow([&](int32_t id) {
+        return node_hash(nodes_[static_cast<size_t>(id)].first,
+                         nodes_[static_cast<size_t>(id)].second);
+      })) {
+    slot = &node_ids_.find(node_hash(pos, parent), same);
+  }
+  *slot = static_cast<int32_t>(nodes_.size());
+  nodes_.push_back({pos, parent});
+  return *slot;
 }
 
 void Automaton::expand(int32_t stack, std::vector<int32_t>& out, bool& accepting, bool& context) {
@@ -277,12 +297,21 @@ void Automaton::expand(int32_t stack, std::vector<int32_t>& out, bool& accepting
 int32_t Automaton::intern(std::vector<int32_t>& stacks, bool accepting, bool context) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-  auto& ids = state_ids_[(accepting ? 1 : 0) + (context ? 2 : 0)];
-  auto it = ids.find(stacks);
-  if (it != ids.end()) return it->second;
+  const uint64_t h = stacks_hash(stacks, accepting, context);
+  auto same = [&](int32_t id) {
+    const State& st = states_[static_cast<size_t>(id)];
+    return st.hash == h && st.accepting == accepting && st.context == context &&
+           st.stacks == stacks;
+  };
+  int32_t* slot = &state_ids_.find(h, same);
+  if (*slot >= 0) return *slot;
+  if (state_ids_.grow([&](int32_t id) { return states_[static_cast<size_t>(id)].hash; })) {
+    slot = &state_ids_.find(h, same);
+  }
   const auto id = static_cast<int32_t>(states_.size());
-  ids.emplace(stacks, id);
+  *slot = id;
   states_.push_back(State{stacks, accepting, context});
+  states_.back().hash = h;
   trans_.resize(trans_.size() + 256, kUnknown);
   return id;
 }

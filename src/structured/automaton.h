@@ -75,6 +75,7 @@ class Automaton {
     // so far, and lived through (every string of the class read from that position).
     uint32_t text_known = 0, text_held = 0;
     int32_t canonical = -2;  // the state with the same mask (canonical()); -2: unknown
+    uint64_t hash = 0;       // of stacks and flags (intern())
   };
   // A position of a bounded repetition's rule opt_k (Grammar::append_repeat's chain for
   // item{0,n}): the same position in item's unbounded repetition, and how many items may
@@ -88,8 +89,30 @@ class Automaton {
     std::vector<uint32_t> allowed;   // allowed whatever lies under the truncation
     std::vector<TokenId> uncertain;  // in trie order: depends on the context
   };
-  struct VecHash {
-    size_t operator()(const std::vector<int32_t>& v) const;
+  // Open addressing over ids (-1: empty), for the two lookups every new transition makes
+  // many of: a stack node by (position, parent) and a state by its stacks.
+  struct IdSlots {
+    std::vector<int32_t> slots = std::vector<int32_t>(64, -1);
+    size_t count = 0;
+    // The slot of the id with hash `h` for which `same(id)`, or the empty slot to fill.
+    template <class Same>
+    int32_t& find(uint64_t h, Same same) {
+      const size_t mask = slots.size() - 1;
+      for (size_t i = static_cast<size_t>(h) & mask;; i = (i + 1) & mask) {
+        if (slots[i] < 0 || same(slots[i])) return slots[i];
+      }
+    }
+    // Before filling an empty slot: doubles the table past half full, reinserting by `hash`.
+    template <class Hash>
+    bool grow(Hash hash) {
+      if (++count * 2 <= slots.size()) return false;
+      std::vector<int32_t> old(slots.size() * 2, -1);
+      old.swap(slots);
+      for (int32_t id : old) {
+        if (id >= 0) find(hash(id), [](int32_t) { return false; }) = id;
+      }
+      return true;
+    }
   };
 
   int32_t node(int32_t pos, int32_t parent);
@@ -122,12 +145,11 @@ class Automaton {
 
   std::mutex mu_;
   std::vector<std::pair<int32_t, int32_t>> nodes_;  // (pos, parent)
-  std::unordered_map<uint64_t, int32_t> node_ids_;
+  IdSlots node_ids_;
   std::vector<uint32_t> visited_;  // per node: the expand() generation that saw it
   uint32_t generation_ = 0;
   std::vector<State> states_;
-  // By accepting + 2 * context.
-  std::unordered_map<std::vector<int32_t>, int32_t, VecHash> state_ids_[4];
+  IdSlots state_ids_;
   std::vector<int32_t> trans_;  // states_ x 256; -2 = not computed yet
   std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
   std::unordered_map<int32_t, LocalMask> local_masks_;  // by truncated state
@@ -150,9 +172,9 @@ class Automaton {
   std::vector<TextPair> text_pairs_;
   std::vector<int> text_stack_;
   std::vector<TextFrame> text_frames_;
-  std::vector<size_t> root_excluded_;     // scratch of local_mask()
-  std::vector<int32_t> walk_states_;      // per trie depth: the state there
-  std::vector<uint8_t> walk_context_;     // per trie depth: CONTEXT reached on the way
+  std::vector<size_t> root_excluded_;  // scratch of local_mask()
+  std::vector<int32_t> walk_states_;   // per trie depth: the state there
+  std::vector<uint8_t> walk_context_;  // per trie depth: CONTEXT reached on the way
   int32_t initial_ = kDead;
 };
 
