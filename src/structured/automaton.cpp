@@ -365,39 +365,40 @@ int32_t Automaton::step_bytes(int32_t state, std::string_view bytes) {
   return state;
 }
 
-int32_t Automaton::canonical(int32_t state) {
-  if (states_[static_cast<size_t>(state)].canonical != kUnknown) {
-    return states_[static_cast<size_t>(state)].canonical;
-  }
-  const auto longest = static_cast<int32_t>(vocab_.max_token_bytes());
+std::pair<int32_t, int32_t> Automaton::unbound(int32_t state, int32_t keep) {
   std::vector<int32_t> stacks, chain;
-  bool changed = false;
+  int32_t least = INT32_MAX;
   for (int32_t s : states_[static_cast<size_t>(state)].stacks) {
     chain.clear();
     bool bounded = false;
     for (int32_t x = s; x >= 0; x = nodes_[static_cast<size_t>(x)].second) {
       const int32_t pos = nodes_[static_cast<size_t>(x)].first;
       const Bound b = bounds_[static_cast<size_t>(pos)];
-      // No token reaches the bound: item{0,n} and item* allow the same tokens here.
-      const bool far = b.star_pos >= 0 && b.allowance > longest;
+      const bool far = b.star_pos >= 0 && b.allowance > keep;
       chain.push_back(far ? b.star_pos : pos);
+      if (far) least = std::min(least, b.allowance);
       bounded |= far;
     }
     if (!bounded) {
       stacks.push_back(s);
       continue;
     }
-    changed = true;
     int32_t t = -1;
     for (size_t i = chain.size(); i-- > 0;) t = node(chain[i], t);
     stacks.push_back(t);
   }
-  int32_t c = state;
-  if (changed) {
-    const State& st = states_[static_cast<size_t>(state)];
-    c = intern(stacks, st.accepting, st.context);
-    states_[static_cast<size_t>(c)].canonical = c;  // stars only: nothing left to replace
+  if (least == INT32_MAX) return {state, least};
+  const State& st = states_[static_cast<size_t>(state)];
+  return {intern(stacks, st.accepting, st.context), least};
+}
+
+int32_t Automaton::canonical(int32_t state) {
+  if (states_[static_cast<size_t>(state)].canonical != kUnknown) {
+    return states_[static_cast<size_t>(state)].canonical;
   }
+  // No token reaches the bound: item{0,n} and item* allow the same tokens here.
+  const int32_t c = unbound(state, static_cast<int32_t>(vocab_.max_token_bytes())).first;
+  states_[static_cast<size_t>(c)].canonical = c;  // stars only: nothing left to replace
   states_[static_cast<size_t>(state)].canonical = c;
   return c;
 }
@@ -533,7 +534,35 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
   auto it = local_masks_.find(truncated);
   if (it != local_masks_.end()) return it->second;
   LocalMask lm;
-  lm.allowed.assign(vocab_.mask_words(), 0);
+  // Inside a bounded repetition (a string's maxLength, a run of whitespace) each count is a
+  // state of its own, which the text classes do not hold. The tokens no longer than the
+  // least allowance fare as under the unbounded repetition, whose mask every count shares:
+  // only the longer ones are walked from here.
+  const auto [star, least] = unbound(truncated, 0);
+  size_t min_len = 0;
+  if (star != truncated) {
+    lm = local_mask(star);
+    min_len = static_cast<size_t>(least);
+    if (min_len < TokenVocab::kShortMasks) {
+      const std::span<const uint32_t> keep = vocab_.tokens_up_to(min_len);
+      for (size_t w = 0; w < keep.size(); ++w) lm.allowed[w] &= keep[w];
+    } else {
+      for (TokenId id : vocab_.tokens_longer_than(min_len)) {
+        lm.allowed[static_cast<uint32_t>(id) >> 5] &=
+            ~(uint32_t{1} << (static_cast<uint32_t>(id) & 31));
+      }
+    }
+    std::erase_if(lm.uncertain, [&](TokenId id) { return vocab_.bytes(id).size() > min_len; });
+  } else {
+    lm.allowed.assign(vocab_.mask_words(), 0);
+  }
+  walk(truncated, lm, min_len);
+  mask_bytes_ += lm.allowed.size() * 4 + lm.uncertain.size() * 4;
+  return local_masks_.emplace(truncated, std::move(lm)).first->second;
+}
+
+void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
+  const int32_t truncated = root;
   const std::span<const TokenVocab::TrieNode> trie = vocab_.trie();
   const std::span<const TokenId> tokens = vocab_.trie_tokens();
   const size_t n = trie.size();
@@ -556,7 +585,7 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
   // the class) is in it. The few it would not take are cleared and walked as usual.
   int root_class = -1;
   std::vector<size_t>& excluded = root_excluded_;
-  for (int c = 0; c < TokenVocab::kTextClasses && root_class < 0; ++c) {
+  for (int c = 0; c < TokenVocab::kTextClasses && root_class < 0 && min_len == 0; ++c) {
     const auto cls = static_cast<uint8_t>(1 << c);
     excluded.clear();
     const bool root_holds = holds_text(truncated, cls);
@@ -582,6 +611,10 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
   }
   for (size_t i = 0; i < n;) {
     const TokenVocab::TrieNode& t = trie[i];
+    if (vocab_.subtree_depth(i) <= min_len) {  // decided already
+      i = static_cast<size_t>(t.subtree_end);
+      continue;
+    }
     if (t.depth == 1 && root_class >= 0 && ((t.text_from >> root_class) & 1) &&
         std::find(excluded.begin(), excluded.end(), i) == excluded.end()) {
       i = static_cast<size_t>(t.subtree_end);
@@ -597,7 +630,7 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
       const size_t end = static_cast<size_t>(t.subtree_end);
       if (walk_context_[t.depth - 1]) {  // popped into the context earlier: can't tell here
         for (size_t k = static_cast<size_t>(t.token_begin); k < subtree_tokens_end(end); ++k) {
-          lm.uncertain.push_back(tokens[k]);
+          if (vocab_.bytes(tokens[k]).size() > min_len) lm.uncertain.push_back(tokens[k]);
         }
       }
       i = end;
@@ -622,14 +655,12 @@ const Automaton::LocalMask& Automaton::local_mask(int32_t truncated) {
       if (ok) {
         lm.allowed[static_cast<uint32_t>(id) >> 5] |= uint32_t{1}
                                                       << (static_cast<uint32_t>(id) & 31);
-      } else if (ctx) {
+      } else if (ctx && t.depth > min_len) {
         lm.uncertain.push_back(id);
       }
     }
     ++i;
   }
-  mask_bytes_ += lm.allowed.size() * 4 + lm.uncertain.size() * 4;
-  return local_masks_.emplace(truncated, std::move(lm)).first->second;
 }
 
 bool Automaton::accepting(int32_t state) {

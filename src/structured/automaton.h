@@ -122,9 +122,16 @@ class Automaton {
   // (allowance > the longest token) replaced by the unbounded one: the same mask, shared by
   // all counts of a long string, and a state that loops on text.
   int32_t canonical(int32_t state);
+  // The state with every bounded-repetition entry whose allowance exceeds `keep` replaced by
+  // the unbounded one, and the least allowance replaced (INT32_MAX: none). Any string of at
+  // most that many bytes leads both states to the same verdicts.
+  std::pair<int32_t, int32_t> unbound(int32_t state, int32_t keep);
   bool live(int32_t state) const;
   int32_t truncate(int32_t state);
   const LocalMask& local_mask(int32_t truncated);
+  // Adds to `lm` the verdicts of a walk from `root` over the trie's tokens longer than
+  // `min_len` bytes (all of them when 0; some shorter ones may be added too, rightly).
+  void walk(int32_t root, LocalMask& lm, size_t min_len);
   // Whether `state` lives through every string of one of the text classes in `classes`
   // read from position `at` in a run (TokenVocab::text_step), each checked once per state.
   bool holds_text(int32_t state, uint8_t classes, int at = 0);

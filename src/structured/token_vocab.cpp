@@ -99,6 +99,29 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       if (below & 1) trie_[i].text_below |= cls;
     }
   }
+  subtree_depth_.resize(trie_.size());
+  for (size_t i = trie_.size(); i-- > 0;) {
+    uint16_t deepest = trie_[i].depth;
+    const auto end = static_cast<size_t>(trie_[i].subtree_end);
+    for (size_t j = i + 1; j < end; j = static_cast<size_t>(trie_[j].subtree_end)) {
+      deepest = std::max(deepest, subtree_depth_[j]);
+    }
+    subtree_depth_[i] = deepest;
+  }
+  by_length_ = trie_tokens_;
+  std::stable_sort(by_length_.begin(), by_length_.end(),
+                   [&](TokenId a, TokenId b) { return bytes(a).size() > bytes(b).size(); });
+  longer_.assign(max_token_bytes_ + 1, 0);
+  for (size_t len = 0, k = by_length_.size(); len <= max_token_bytes_; ++len) {
+    while (k > 0 && bytes(by_length_[k - 1]).size() <= len) --k;
+    longer_[len] = k;
+  }
+  short_masks_.assign(kShortMasks * mask_words(), 0);
+  for (TokenId id : trie_tokens_) {
+    for (size_t len = bytes(id).size(); len < kShortMasks; ++len) {
+      short_masks_[len * mask_words() + static_cast<uint32_t>(id) / 32] |= uint32_t{1} << (id % 32);
+    }
+  }
   text_tokens_.assign(kTextClasses * mask_words(), 0);
   for (size_t i = 0; i < trie_.size(); i = static_cast<size_t>(trie_[i].subtree_end)) {
     const size_t end = static_cast<size_t>(trie_[i].subtree_end);

@@ -86,6 +86,18 @@ class TokenVocab {
   std::span<const uint32_t> text_tokens(int cls) const {
     return std::span(text_tokens_).subspan(static_cast<size_t>(cls) * mask_words(), mask_words());
   }
+  // The depth of the deepest node in trie node `node`'s subtree (the longest token there).
+  size_t subtree_depth(size_t node) const { return subtree_depth_[node]; }
+  // The matchable tokens longer than `len` bytes (longest first).
+  std::span<const TokenId> tokens_longer_than(size_t len) const {
+    return std::span(by_length_).first(len < longer_.size() ? longer_[len] : 0);
+  }
+  // Lengths below this have a bitmask (mask_words() words) of the tokens no longer than them:
+  // most tokens are longer than a few bytes, too many to clear one by one.
+  static constexpr size_t kShortMasks = 16;
+  std::span<const uint32_t> tokens_up_to(size_t len) const {
+    return std::span(short_masks_).subspan(len * mask_words(), mask_words());
+  }
 
  private:
   std::vector<std::string> bytes_;
@@ -93,7 +105,11 @@ class TokenVocab {
   std::vector<TrieNode> trie_;
   std::vector<TokenId> trie_tokens_;
   size_t max_token_bytes_ = 0;
-  std::vector<uint32_t> text_tokens_;  // kTextClasses masks
+  std::vector<uint32_t> text_tokens_;    // kTextClasses masks
+  std::vector<uint16_t> subtree_depth_;  // per trie node
+  std::vector<TokenId> by_length_;       // trie tokens, longest first
+  std::vector<size_t> longer_;           // per length: how many of by_length_ are longer
+  std::vector<uint32_t> short_masks_;    // kShortMasks masks (tokens_up_to)
 };
 
 }  // namespace vtllm::structured

@@ -15,6 +15,7 @@
 #include "reference_recognizer.h"
 #include "structured/automaton.h"
 #include "structured/json_gbnf.h"
+#include "structured/json_schema_gbnf.h"
 #include "structured/regex_grammar.h"
 #include "structured/tool_grammar.h"
 #include "text/tokenizer.h"
@@ -451,6 +452,40 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabAlongRealJson) {
   EXPECT_TRUE(bit(mask, static_cast<size_t>(eot)));
   EXPECT_TRUE(m.accept_token(eot));
   EXPECT_TRUE(m.is_terminated());
+}
+
+// Bounded repetitions under the real vocabulary's long tokens (runs of 128 spaces): a count's
+// mask is the unbounded repetition's for tokens no longer than the allowance, plus a walk of
+// the longer ones, on both sides of the 16-byte split of how the long ones are cleared.
+TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabInBoundedStrings) {
+  const std::string path = qwen3_tokenizer_json();
+  if (!std::filesystem::exists(path)) {
+    GTEST_SKIP() << path << " missing (scripts/npm_deps.sh, or set VTLLM_QWEN3_TOKENIZER_JSON)";
+  }
+  const text::Tokenizer tok = text::Tokenizer::from_file(path);
+  const TokenId im_end = *tok.token_to_id("<|im_end|>");
+  const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end});
+  auto g = CompiledGrammar::compile(
+      parse_gbnf(std::string(R"(root ::= "{" ws "\"a\":" ws "\"" char{0,40} "\"" ws "," ws )"
+                             R"("\"b\":" ws "\"" char{0,6} "\"" ws "}"
+ws ::= [ \t\n]{0,20}
+char ::= )") + std::string(gbnf::kJsonChar)),
+      vocab);
+  const std::string doc = "{\"a\": \"Gr\u00f6\u00dfe: 42 \\\"x\\\" " + std::string(18, ' ') +
+                          "end\",\n  \"b\": \"\u6771\u4eac!\"}";
+  const std::vector<text::TokenId> ids = tok.encode(doc, false);
+  Matcher m(g);
+  std::vector<uint32_t> mask(vocab.mask_words());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    m.fill_next_token_bitmask(mask);
+    const std::vector<bool> want = naive_mask(m, vocab);
+    for (size_t id = 0; id < vocab.size(); ++id) {
+      ASSERT_EQ(bit(mask, id), want[id])
+          << "token " << id << " '" << vocab.bytes(static_cast<TokenId>(id)) << "' at step " << i;
+    }
+    ASSERT_TRUE(m.accept_token(ids[i])) << "step " << i << " '" << vocab.bytes(ids[i]) << "'";
+  }
+  EXPECT_TRUE(m.can_terminate());
 }
 
 }  // namespace
