@@ -584,11 +584,15 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
   // walk below would take whole (the root or the state after the node's byte lives through
   // the class) is in it. The few it would not take are cleared and walked as usual.
   int root_class = -1;
+  // The class the root itself lives through: every token of it is allowed, and a subtree of
+  // its tokens only (TokenVocab::class_subtree) is skipped at any depth.
+  int whole_class = -1;
   std::vector<size_t>& excluded = root_excluded_;
   for (int c = 0; c < TokenVocab::kTextClasses && root_class < 0 && min_len == 0; ++c) {
     const auto cls = static_cast<uint8_t>(1 << c);
     excluded.clear();
     const bool root_holds = holds_text(truncated, cls);
+    if (root_holds) whole_class = root_class = c;
     for (size_t i = 0; i < n && excluded.size() <= kMaxExcluded;
          i = static_cast<size_t>(trie[i].subtree_end)) {
       if (!(trie[i].text_from & cls) || root_holds) continue;
@@ -597,7 +601,10 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
     }
     if (excluded.size() <= kMaxExcluded) root_class = c;
   }
-  if (root_class >= 0) {
+  if (whole_class >= 0) {
+    const std::span<const uint32_t> taken = vocab_.class_tokens(whole_class);
+    for (size_t w = 0; w < taken.size(); ++w) lm.allowed[w] |= taken[w];
+  } else if (root_class >= 0) {
     const std::span<const uint32_t> taken = vocab_.text_tokens(root_class);
     std::copy(taken.begin(), taken.end(), lm.allowed.begin());
     for (size_t node : excluded) {
@@ -611,7 +618,8 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
   }
   for (size_t i = 0; i < n;) {
     const TokenVocab::TrieNode& t = trie[i];
-    if (vocab_.subtree_depth(i) <= min_len) {  // decided already
+    if (vocab_.subtree_depth(i) <= min_len ||
+        (whole_class >= 0 && ((vocab_.class_subtree(i) >> whole_class) & 1))) {  // decided
       i = static_cast<size_t>(t.subtree_end);
       continue;
     }

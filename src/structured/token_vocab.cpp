@@ -80,7 +80,10 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
     trie_[static_cast<size_t>(n)].subtree_end = static_cast<int32_t>(trie_.size());
   // Bottom-up: the positions (bits) from which a node's byte and every path below it stay
   // in the class, from its children's.
-  std::vector<uint8_t> from(trie_.size());
+  std::vector<uint8_t> from(trie_.size()), below_at(trie_.size());
+  class_tokens_.assign(kTextClasses * mask_words(), 0);
+  class_subtree_.assign(trie_.size(), 0);
+  std::vector<int> run(max_token_bytes_ + 1);  // per depth: the position in a run, or -1
   for (int c = 0; c < kTextClasses; ++c) {
     const auto cls = static_cast<uint8_t>(1 << c);
     for (size_t i = trie_.size(); i-- > 0;) {
@@ -89,6 +92,7 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       for (size_t j = i + 1; j < end; j = static_cast<size_t>(trie_[j].subtree_end)) {
         below &= from[j];
       }
+      below_at[i] = below;
       uint8_t f = 0;
       for (int at = 0; at < kTextPositions; ++at) {
         const int next = text_step(cls, at, trie_[i].byte);
@@ -97,6 +101,20 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       from[i] = f;
       if (f & 1) trie_[i].text_from |= cls;
       if (below & 1) trie_[i].text_below |= cls;
+    }
+    // Top-down: the position after each node's path from the root.
+    run[0] = 0;
+    uint32_t* mask = class_tokens_.data() + static_cast<size_t>(c) * mask_words();
+    for (size_t i = 0; i < trie_.size(); ++i) {
+      const size_t d = trie_[i].depth;
+      const int at = run[d - 1] < 0 ? -1 : text_step(cls, run[d - 1], trie_[i].byte);
+      run[d] = at;
+      if (at < 0) continue;
+      if ((below_at[i] >> at) & 1) class_subtree_[i] |= cls;
+      for (int32_t k = trie_[i].token_begin; k < trie_[i].token_end; ++k) {
+        const auto id = static_cast<uint32_t>(trie_tokens_[static_cast<size_t>(k)]);
+        mask[id >> 5] |= uint32_t{1} << (id & 31);
+      }
     }
   }
   subtree_depth_.resize(trie_.size());

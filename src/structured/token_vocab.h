@@ -86,6 +86,13 @@ class TokenVocab {
   std::span<const uint32_t> text_tokens(int cls) const {
     return std::span(text_tokens_).subspan(static_cast<size_t>(cls) * mask_words(), mask_words());
   }
+  // Per class (bit index): the tokens whose bytes, read from a character boundary, are a
+  // string of the class (a walk whose root state lives through the class allows them all),
+  // and per trie node the classes for which that holds of every token in its subtree.
+  std::span<const uint32_t> class_tokens(int cls) const {
+    return std::span(class_tokens_).subspan(static_cast<size_t>(cls) * mask_words(), mask_words());
+  }
+  uint8_t class_subtree(size_t node) const { return class_subtree_[node]; }
   // The depth of the deepest node in trie node `node`'s subtree (the longest token there).
   size_t subtree_depth(size_t node) const { return subtree_depth_[node]; }
   // The matchable tokens longer than `len` bytes (longest first).
@@ -107,6 +114,8 @@ class TokenVocab {
   size_t max_token_bytes_ = 0;
   std::vector<uint32_t> text_tokens_;    // kTextClasses masks
   std::vector<uint16_t> subtree_depth_;  // per trie node
+  std::vector<uint32_t> class_tokens_;   // kTextClasses masks
+  std::vector<uint8_t> class_subtree_;   // per trie node: class bits
   std::vector<TokenId> by_length_;       // trie tokens, longest first
   std::vector<size_t> longer_;           // per length: how many of by_length_ are longer
   std::vector<uint32_t> short_masks_;    // kShortMasks masks (tokens_up_to)

@@ -395,11 +395,40 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
        {"\xA9", "\xC0\x80", "\xE0\x80", "\xED\xA0", "\xF4\x90", "\xF5", "\n", "\x7F", "\x1F"}) {
     EXPECT_EQ(classes_of(bad), 0) << bad;
   }
+  // class_tokens / class_subtree: whole tokens from the root; subtree_depth; the lengths.
+  for (size_t i = 0; i < vocab.trie().size(); ++i) {
+    const TokenVocab::TrieNode& n = vocab.trie()[i];
+    uint8_t whole = kAll;
+    size_t deepest = 0;
+    for (size_t j = i; j < static_cast<size_t>(n.subtree_end); ++j) {
+      if (vocab.trie()[j].token_begin < vocab.trie()[j].token_end) whole &= classes_of(spelled[j]);
+      deepest = std::max(deepest, spelled[j].size());
+    }
+    EXPECT_EQ(vocab.class_subtree(i), whole) << i << " '" << spelled[i] << "'";
+    EXPECT_EQ(vocab.subtree_depth(i), deepest) << i;
+  }
+  for (size_t id = 0; id < bytes.size(); ++id) {
+    const bool matchable = !bytes[id].empty() && id != 7;
+    for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+      const bool want = matchable && holds(static_cast<uint8_t>(1 << c), bytes[id]);
+      EXPECT_EQ(bit(vocab.class_tokens(c), id), want) << id << " class " << c;
+    }
+    for (size_t len = 0; len < TokenVocab::kShortMasks; ++len) {
+      EXPECT_EQ(bit(vocab.tokens_up_to(len), id), matchable && bytes[id].size() <= len) << id;
+    }
+  }
   size_t longest = 0;
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (id != 7) longest = std::max(longest, bytes[id].size());
   }
   EXPECT_EQ(vocab.max_token_bytes(), longest);
+  for (size_t len = 0; len <= longest + 1; ++len) {
+    size_t want = 0;
+    for (size_t id = 0; id < bytes.size(); ++id) want += id != 7 && bytes[id].size() > len;
+    const std::span<const TokenId> got = vocab.tokens_longer_than(len);
+    EXPECT_EQ(got.size(), want) << len;
+    for (TokenId id : got) EXPECT_GT(bytes[static_cast<size_t>(id)].size(), len);
+  }
   EXPECT_THROW(TokenVocab({"a"}, {1}), Error);
 }
 
