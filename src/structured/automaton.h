@@ -21,7 +21,9 @@
 // text class (TokenVocab::text_step: printable ASCII but a few bytes, and UTF-8 past it),
 // with only strings of that class in the node's subtree, takes the whole subtree as
 // allowed without stepping through it: text inside a JSON string or an XML tool call's
-// value, which is most of the vocabulary.
+// value, which is most of the vocabulary. A truncated state inside a bounded repetition
+// (one state per count) copies the local mask of its unbounded twin, exact for every token no
+// longer than the least allowance, and walks only the deeper trie subtrees.
 #pragma once
 
 #include <cstdint>
