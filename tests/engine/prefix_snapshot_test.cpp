@@ -206,18 +206,38 @@ TEST_P(SnapshotMode, AWrongSnapshotIsNeverPicked) {
 
 INSTANTIATE_TEST_SUITE_P(InsideStepsOrChunkEnds, SnapshotMode, ::testing::Values(true, false));
 
-TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
+// The KvCacheManager-level tests' cache: blocks of 4 tokens, 2 running slots, 4 snapshots.
+KvCacheConfig small_cache(int64_t stride, int64_t max_save_tail) {
   KvCacheConfig c;
-  c.max_save_tail = 0;
   c.block_size = 4;
   c.num_blocks = 40;
   c.num_state_slots = 2;
   c.num_state_snapshots = 4;
-  c.snapshot_stride = 8;
-  KvCacheManager kv(c);
+  c.snapshot_stride = stride;
+  c.max_save_tail = max_save_tail;
+  return c;
+}
+
+// Their 30-token prompt 1, 2, ..., 30 (last block boundary 28).
+std::vector<int32_t> prompt30() {
   std::vector<int32_t> p(30);
   for (int i = 0; i < 30; ++i) p[i] = 1 + i;
-  Request r("r", p, {});
+  return p;
+}
+
+// `first` takes prompt30's 30 tokens in `kv` (7 blocks cached, no snapshot yet);
+// the request returned shares its first 16 tokens (4 blocks) and differs at 17.
+Request sharing_16(KvCacheManager& kv, Request& first) {
+  EXPECT_TRUE(kv.allocate_slots(first, 30));
+  auto q = prompt30();
+  q[17] = 99;
+  return Request("second", q, {});
+}
+
+TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
+  KvCacheConfig c = small_cache(8, 0);
+  KvCacheManager kv(c);
+  Request r("r", prompt30(), {});
   EXPECT_EQ(kv.prefill_boundary(r), 28);
   EXPECT_EQ(kv.prefill_chunk(r, 0, 30), 28);   // the boundary
   EXPECT_EQ(kv.prefill_chunk(r, 0, 27), 24);   // the furthest stride multiple passed
@@ -226,13 +246,9 @@ TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
   EXPECT_EQ(kv.prefill_chunk(r, 28, 2), 2);    // past the boundary: uncut
   // Where a cached chain without a snapshot ends comes before the stride.
   c.snapshot_stride = 12;
-  c.num_state_snapshots = 4;
   KvCacheManager shared(c);
-  Request first("first", p, {});
-  ASSERT_TRUE(shared.allocate_slots(first, 30));  // caches 7 blocks, no snapshot yet
-  auto q = p;
-  q[17] = 99;  // shares 4 blocks (16 tokens) with `first`
-  Request second("second", q, {});
+  Request first("first", prompt30(), {});
+  Request second = sharing_16(shared, first);
   const PrefixHit hit = shared.get_computed_blocks(second);
   EXPECT_EQ(hit.num_tokens, 0);
   EXPECT_EQ(hit.num_shared_tokens, 16);
@@ -245,16 +261,9 @@ TEST(PrefixSnapshot, ChunksEndWhereSnapshotsAreDue) {
 
 // Inside the steps a chunk is cut only when it passes two snapshot points.
 TEST(PrefixSnapshot, ChunksPassingOnePointAreNotCutInsideSteps) {
-  KvCacheConfig c;
-  c.block_size = 4;
-  c.num_blocks = 40;
-  c.num_state_slots = 2;
-  c.num_state_snapshots = 4;
-  c.snapshot_stride = 12;
-  std::vector<int32_t> p(30);
-  for (int i = 0; i < 30; ++i) p[i] = 1 + i;
+  const KvCacheConfig c = small_cache(12, 64);
   KvCacheManager kv(c);
-  Request r("r", p, {});
+  Request r("r", prompt30(), {});
   EXPECT_EQ(kv.prefill_chunk(r, 0, 30), 30);   // the boundary 28, inside
   EXPECT_EQ(kv.prefill_chunk(r, 0, 27), 27);   // the stride point 24, inside
   EXPECT_EQ(kv.prefill_chunk(r, 17, 13), 13);  // 28, inside
@@ -267,11 +276,8 @@ TEST(PrefixSnapshot, ChunksPassingOnePointAreNotCutInsideSteps) {
   EXPECT_FALSE(kv.snapshot_after(r, 27).has_value());
   EXPECT_FALSE(kv.snapshot_within(r, 0, 24).has_value());  // ends there: snapshot_after's
   KvCacheManager shared(c);
-  Request first("first", p, {});
-  ASSERT_TRUE(shared.allocate_slots(first, 30));  // caches 7 blocks, no snapshot yet
-  auto q = p;
-  q[17] = 99;  // shares 4 blocks (16 tokens) with `first`
-  Request second("second", q, {});
+  Request first("first", prompt30(), {});
+  Request second = sharing_16(shared, first);
   EXPECT_EQ(shared.get_computed_blocks(second).num_shared_tokens, 16);
   EXPECT_EQ(shared.prefill_chunk(second, 0, 20), 20);  // 16 inside
   EXPECT_EQ(shared.prefill_chunk(second, 0, 30), 28);  // 16 inside, 28 at the end
@@ -290,26 +296,15 @@ TEST(PrefixSnapshot, ChunksPassingOnePointAreNotCutInsideSteps) {
 // A save inside a step reruns the tokens after its point: past max_save_tail of them the
 // chunk ends at the point instead.
 TEST(PrefixSnapshot, LongSaveTailsEndTheChunkAtThePoint) {
-  KvCacheConfig c;
-  c.block_size = 4;
-  c.num_blocks = 40;
-  c.num_state_slots = 2;
-  c.num_state_snapshots = 4;
-  c.snapshot_stride = 12;
-  c.max_save_tail = 4;
-  std::vector<int32_t> p(30);
-  for (int i = 0; i < 30; ++i) p[i] = 1 + i;
+  const KvCacheConfig c = small_cache(12, 4);
   KvCacheManager kv(c);
-  Request r("r", p, {});
+  Request r("r", prompt30(), {});
   EXPECT_EQ(kv.prefill_chunk(r, 0, 30), 30);  // the boundary 28: a tail of 2
   EXPECT_EQ(kv.prefill_chunk(r, 0, 27), 27);  // the stride point 24: 3
   EXPECT_EQ(kv.prefill_chunk(r, 0, 20), 12);  // the stride point 12: 8, cut
   KvCacheManager shared(c);
-  Request first("first", p, {});
-  ASSERT_TRUE(shared.allocate_slots(first, 30));
-  auto q = p;
-  q[17] = 99;  // shares 16 tokens with `first`
-  Request second("second", q, {});
+  Request first("first", prompt30(), {});
+  Request second = sharing_16(shared, first);
   EXPECT_EQ(shared.get_computed_blocks(second).num_shared_tokens, 16);
   EXPECT_EQ(shared.prefill_chunk(second, 0, 18), 18);   // 16 inside: a tail of 2
   EXPECT_EQ(shared.prefill_chunk(second, 0, 30), 16);   // 16 then 28: a tail of 12, cut
