@@ -65,6 +65,15 @@ int text_position(uint8_t classes, uint8_t byte) {
   return TokenVocab::text_step(static_cast<uint8_t>(classes & -classes), 0, byte);
 }
 
+// The bits of State::text_known / text_held at position 0 of the classes in `classes`.
+uint32_t class_bits(uint8_t classes) {
+  uint32_t bits = 0;
+  for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+    if ((classes >> c) & 1) bits |= uint32_t{1} << (c * TokenVocab::kTextPositions);
+  }
+  return bits;
+}
+
 // Per rule: whether it derives the empty string.
 std::vector<bool> nullable_rules(const Grammar& g) {
   const size_t n = g.rules.size();
@@ -318,8 +327,11 @@ int32_t Automaton::intern(std::vector<int32_t>& stacks, bool accepting, bool con
 
 int32_t Automaton::step_locked(int32_t state, uint8_t byte) {
   if (state < 0) return kDead;
-  const size_t idx = static_cast<size_t>(state) * 256 + byte;
-  if (trans_[idx] != kUnknown) return trans_[idx];
+  const int32_t known = trans_[static_cast<size_t>(state) * 256 + byte];
+  return known != kUnknown ? known : new_step(state, byte);
+}
+
+int32_t Automaton::new_step(int32_t state, uint8_t byte) {
   ++generation_;
   step_out_.clear();
   bool acc = false, ctx = false;
@@ -393,9 +405,11 @@ std::pair<int32_t, int32_t> Automaton::unbound(int32_t state, int32_t keep) {
 }
 
 int32_t Automaton::canonical(int32_t state) {
-  if (states_[static_cast<size_t>(state)].canonical != kUnknown) {
-    return states_[static_cast<size_t>(state)].canonical;
-  }
+  const int32_t known = states_[static_cast<size_t>(state)].canonical;
+  return known != kUnknown ? known : new_canonical(state);
+}
+
+int32_t Automaton::new_canonical(int32_t state) {
   // No token reaches the bound: item{0,n} and item* allow the same tokens here.
   const int32_t c = unbound(state, static_cast<int32_t>(vocab_.max_token_bytes())).first;
   states_[static_cast<size_t>(c)].canonical = c;  // stars only: nothing left to replace
@@ -524,6 +538,11 @@ bool Automaton::holds_text(int32_t state, uint8_t classes, int at) {
   // A subtree's strings are no longer than a token: the canonical state lives through the
   // same ones.
   state = canonical(state);
+  // Most calls, one per node of a walk, find the answer recorded.
+  const State& st = states_[static_cast<size_t>(state)];
+  const uint32_t asked = class_bits(classes) << at;
+  if (st.text_held & asked) return true;
+  if ((st.text_known & asked) == asked) return false;
   for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
     if ((classes >> c) & 1 && holds_class(state, c, at)) return true;
   }

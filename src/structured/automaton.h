@@ -124,6 +124,7 @@ class Automaton {
   // (allowance > the longest token) replaced by the unbounded one: the same mask, shared by
   // all counts of a long string, and a state that loops on text.
   int32_t canonical(int32_t state);
+  int32_t new_canonical(int32_t state);  // canonical() not yet recorded
   // The state with every bounded-repetition entry whose allowance exceeds `keep` replaced by
   // the unbounded one, and the least allowance replaced (INT32_MAX: none). Any string of at
   // most that many bytes leads both states to the same verdicts.
@@ -142,6 +143,7 @@ class Automaton {
   // states of a stop word's prefixes, which reach one another, are explored once.
   bool holds_class(int32_t state, int cls, int at);
   int32_t step_locked(int32_t state, uint8_t byte);
+  int32_t new_step(int32_t state, uint8_t byte);  // step_locked() not yet in trans_
   // The bytes whose step from `state` is the same as byte's.
   ByteSet same_step(int32_t state, uint8_t byte) const;
   void compute_mask(int32_t state, std::vector<uint32_t>& mask);
