@@ -1,5 +1,6 @@
 #include "models/layers/vision.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -123,16 +124,30 @@ std::vector<float> vision_rotary_inv_freq(int64_t head_dim) {
 std::vector<float> vision_rotary_table(const std::vector<VisionGrid>& grids, int64_t head_dim,
                                        int64_t merge) {
   const std::vector<float> inv = vision_rotary_inv_freq(head_dim);
-  const int64_t n = int64_t(inv.size()), half = head_dim / 2;
-  std::vector<float> table;
-  std::vector<float> angle(static_cast<size_t>(half));
-  for_each_patch(grids, merge, [&](const VisionGrid&, int64_t r, int64_t c) {
-    for (int64_t i = 0; i < n; ++i) {
-      angle[size_t(i)] = float(r) * inv[size_t(i)];
-      angle[size_t(n + i)] = float(c) * inv[size_t(i)];
+  const size_t n = inv.size();
+  // cos and sin of f32(p * inv_freq[i]) for every row or column index p, computed once:
+  // a row and a column with the same index share the angle.
+  int64_t side = 0, patches = 0;
+  for (const VisionGrid& g : grids) {
+    side = std::max({side, g.h, g.w});
+    patches += g.t * g.h * g.w;
+  }
+  std::vector<float> cos_p(size_t(side) * n), sin_p(size_t(side) * n);
+  for (int64_t p = 0; p < side; ++p)
+    for (size_t i = 0; i < n; ++i) {
+      const float a = float(p) * inv[i];
+      cos_p[size_t(p) * n + i] = float(std::cos(double(a)));
+      sin_p[size_t(p) * n + i] = float(std::sin(double(a)));
     }
-    for (float a : angle) table.push_back(float(std::cos(double(a))));
-    for (float a : angle) table.push_back(float(std::sin(double(a))));
+  std::vector<float> table(size_t(patches * head_dim));
+  float* row = table.data();
+  for_each_patch(grids, merge, [&](const VisionGrid&, int64_t r, int64_t c) {
+    const size_t ri = size_t(r) * n, ci = size_t(c) * n;
+    std::copy_n(cos_p.begin() + ri, n, row);
+    std::copy_n(cos_p.begin() + ci, n, row + n);
+    std::copy_n(sin_p.begin() + ri, n, row + 2 * n);
+    std::copy_n(sin_p.begin() + ci, n, row + 3 * n);
+    row += head_dim;
   });
   return table;
 }
@@ -184,8 +199,8 @@ void Qwen3_5VisionTower::block(vt::Stream& s, const VisionBlockParams& b, const 
     return qkv.slice(1, i * hidden, (i + 1) * hidden).reshape({n, heads, head_dim_});
   };
   vt::Tensor q = part(0), k = part(1), v = part(2);
-  rope_2d(s, q, cos_sin);
-  rope_2d(s, k, cos_sin);
+  // q and k are adjacent in qkv: one rotation over their 2 * heads heads.
+  rope_2d(s, qkv.slice(1, 0, 2 * hidden).reshape({n, 2 * heads, head_dim_}), cos_sin);
   vt::Tensor o = vt::Tensor::empty({n, heads, head_dim_}, dtype_, device_);
   vt::segment_attention(s, q, k, v, cu_seqlens, 1.0f / std::sqrt(float(head_dim_)), o);
   linear(s, o.view({n, hidden}), b.proj, u);

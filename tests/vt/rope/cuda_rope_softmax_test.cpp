@@ -150,7 +150,8 @@ TEST(CudaRope, NeoxMatchesCpuBitForBit) {
 }
 
 // RopeMath::kF32 on bf16 (the vision tower's rotary, in place on a fused qkv's q slice
-// of 16 heads of 72, full rotary; and out of place): the CPU's f32 arithmetic, one rounding.
+// of 16 heads of 72, or its q and k slices as 32 heads, full rotary; and out of place):
+// the CPU's f32 arithmetic, one rounding.
 TEST(CudaRope, NeoxF32MathOnBf16MatchesCpuBitForBit) {
   VT_REQUIRE_GPU();
   Streams s;
@@ -168,6 +169,12 @@ TEST(CudaRope, NeoxF32MathOnBf16MatchesCpuBitForBit) {
   rope_neox(s.gpu, qg, cs_g, qg, RopeMath::kF32);
   expect_close(s, fused, fused_g, 0, 0,
                "rope_neox f32 math in place on a slice (other columns too)");
+  // q and k together, as the tower rotates them: 2 H heads over the first 2 H D columns.
+  const auto qk = [&](const Tensor& t) { return t.slice(1, 0, 2 * H * D).reshape({T, 2 * H, D}); };
+  Tensor qkc = qk(fused), qkg = qk(fused_g);
+  rope_neox(s.cpu, qkc, cs, qkc, RopeMath::kF32);
+  rope_neox(s.gpu, qkg, cs_g, qkg, RopeMath::kF32);
+  expect_close(s, fused, fused_g, 0, 0, "rope_neox f32 math in place on q and k together");
 }
 
 TEST(CudaRope, NeoxOnFusedProjectionSlicesMatchesCpuBitForBit) {

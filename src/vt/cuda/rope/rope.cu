@@ -2,9 +2,12 @@
 //
 // rope_neox: a thread per NeoX pair (j, j + R/2) of a (token, head) row, plus, when out
 // is not x, a thread per passthrough dim [R, head_dim); rows through RowsRef (one or two
-// strides). The arithmetic is the CPU's operation for operation, with the f32 products
-// and sums spelled __fmul_rn / __fadd_rn so nvcc cannot fuse them into an FMA the CPU
-// does not use: the outputs are bit-identical to the CPU arm.
+// strides). When x and out are one narrow dtype, nothing passes through and every row,
+// R/2 and the table allow it, a thread takes four adjacent pairs instead, in 8-byte loads
+// and stores of x/out and 16-byte loads of the table (rope_neox_vec4_kernel). The
+// arithmetic is the CPU's operation for operation, with the f32 products and sums spelled
+// __fmul_rn / __fadd_rn so nvcc cannot fuse them into an FMA the CPU does not use: the
+// outputs are bit-identical to the CPU arm.
 //
 // rope_cos_sin_1d: a thread per (token, frequency); inv_freq comes from the host (the
 // CPU's f32 values; device powf differs in the last bits), the angle is the same f32
@@ -31,7 +34,7 @@ struct RopeParams {
   const float* cos_sin;  // [T, 2 * half]
   int64_t rows, heads;
   int half;
-  int tail;  // passthrough dims written per row: head_dim - R, or 0 in place
+  int tail;       // passthrough dims written per row: head_dim - R, or 0 in place
   bool f32_math;  // f32 products and sum, one rounding (else out's dtype per product)
 };
 
@@ -64,6 +67,55 @@ __global__ void __launch_bounds__(kThreads) rope_neox_kernel(RopeParams p) {
     store_f32(orow, odt, j, o1);
     store_f32(orow, odt, j + p.half, o2);
   }
+}
+
+// Four pairs (j .. j + 3, j + R/2 .. j + R/2 + 3) per thread, T = bf16 or half for
+// x and out; the same arithmetic as rope_neox_kernel, pair by pair.
+template <class T>
+__global__ void __launch_bounds__(kThreads) rope_neox_vec4_kernel(RopeParams p) {
+  const int groups = p.half / 4;
+  const int64_t total = p.rows * groups;
+  const DType odt = p.out.dtype;
+  for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < total;
+       idx += int64_t(gridDim.x) * kThreads) {
+    const int64_t r = idx / groups;
+    const int j = 4 * int(idx - r * groups);
+    const T* xr = reinterpret_cast<const T*>(p.x.row(r));
+    T* orow = reinterpret_cast<T*>(p.out.row(r));
+    const float* c = p.cos_sin + (r / p.heads) * 2 * p.half;
+    const float4 cj = *reinterpret_cast<const float4*>(c + j);
+    const float4 sj = *reinterpret_cast<const float4*>(c + p.half + j);
+    const uint2 a = *reinterpret_cast<const uint2*>(xr + j);
+    const uint2 b = *reinterpret_cast<const uint2*>(xr + j + p.half);
+    const T* x1 = reinterpret_cast<const T*>(&a);
+    const T* x2 = reinterpret_cast<const T*>(&b);
+    const float cs[4] = {cj.x, cj.y, cj.z, cj.w}, sn[4] = {sj.x, sj.y, sj.z, sj.w};
+    uint2 oa, ob;
+    T* o1 = reinterpret_cast<T*>(&oa);
+    T* o2 = reinterpret_cast<T*>(&ob);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float u = to_float(x1[e]), w = to_float(x2[e]);
+      float v1, v2;
+      if (!p.f32_math) {
+        v1 = __fsub_rn(round_to(__fmul_rn(u, cs[e]), odt), round_to(__fmul_rn(w, sn[e]), odt));
+        v2 = __fadd_rn(round_to(__fmul_rn(w, cs[e]), odt), round_to(__fmul_rn(u, sn[e]), odt));
+      } else {
+        v1 = __fsub_rn(__fmul_rn(u, cs[e]), __fmul_rn(w, sn[e]));
+        v2 = __fadd_rn(__fmul_rn(w, cs[e]), __fmul_rn(u, sn[e]));
+      }
+      o1[e] = from_float<T>(v1);
+      o2[e] = from_float<T>(v2);
+    }
+    *reinterpret_cast<uint2*>(orow + j) = oa;
+    *reinterpret_cast<uint2*>(orow + j + p.half) = ob;
+  }
+}
+
+// Every row start of r is a multiple of `align` bytes.
+bool rows_aligned(const RowsRef& r, int64_t align) {
+  return reinterpret_cast<uintptr_t>(r.data) % uintptr_t(align) == 0 && r.row_bytes % align == 0 &&
+         (!r.two_level || r.outer_bytes % align == 0);
 }
 
 struct CosSinParams {
@@ -117,6 +169,18 @@ void rope_neox(Stream& s, const Rows& x, const Tensor& cos_sin, int64_t heads, c
   if (total == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
+  const bool narrow = x.dtype == out.dtype && (x.dtype == DType::kBF16 || x.dtype == DType::kF16);
+  // 8-byte x/out pieces at j and j + R/2; 16-byte table pieces (rows of R floats).
+  if (narrow && p.tail == 0 && p.half % 4 == 0 && rows_aligned(p.x, 8) && rows_aligned(p.out, 8) &&
+      reinterpret_cast<uintptr_t>(p.cos_sin) % 16 == 0) {
+    const int64_t groups = p.rows * (p.half / 4);
+    if (x.dtype == DType::kBF16)
+      rope_neox_vec4_kernel<__nv_bfloat16><<<grid_for(groups), kThreads, 0, st.stream>>>(p);
+    else
+      rope_neox_vec4_kernel<__half><<<grid_for(groups), kThreads, 0, st.stream>>>(p);
+    VT_CUDA_CHECK_LAUNCH("rope_neox_vec4_kernel");
+    return;
+  }
   rope_neox_kernel<<<grid_for(total), kThreads, 0, st.stream>>>(p);
   VT_CUDA_CHECK_LAUNCH("rope_neox_kernel");
 }
