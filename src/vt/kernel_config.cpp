@@ -51,17 +51,19 @@ KernelConfig KernelConfig::from_env() {
   c.gdn_fused = parse("VTLLM_GDN_FUSED", c.gdn_fused, kToggles);
   c.moe_gemv = parse("VTLLM_MOE_GEMV", c.moe_gemv, kToggles);
   c.moe_router = parse("VTLLM_MOE_ROUTER", c.moe_router, kToggles);
+  c.segattn_wgmma = parse("VTLLM_SEGATTN_WGMMA", c.segattn_wgmma, kToggles);
   c.attn_decode = parse("VTLLM_ATTN_DECODE", c.attn_decode, kAttnDecode);
   c.gdn_decode = parse("VTLLM_GDN_DECODE", c.gdn_decode, kGdnDecode);
   return c;
 }
 
 std::string KernelConfig::str() const {
-  return vtllm::str_cat("pdl=", toggle_name(pdl), " gemm_skinny=", toggle_name(gemm_skinny),
-                        " gdn_fused=", toggle_name(gdn_fused), " moe_gemv=", toggle_name(moe_gemv),
-                        " moe_router=", toggle_name(moe_router), " attn_decode=",
-                        attn_decode == AttnDecodeKernel::kTensorCores ? "mma" : "cuda_cores",
-                        " gdn_decode=", gdn_decode == GdnDecodeKernel::kRows ? "rows" : "warp");
+  return vtllm::str_cat(
+      "pdl=", toggle_name(pdl), " gemm_skinny=", toggle_name(gemm_skinny),
+      " gdn_fused=", toggle_name(gdn_fused), " moe_gemv=", toggle_name(moe_gemv),
+      " moe_router=", toggle_name(moe_router), " segattn_wgmma=", toggle_name(segattn_wgmma),
+      " attn_decode=", attn_decode == AttnDecodeKernel::kTensorCores ? "mma" : "cuda_cores",
+      " gdn_decode=", gdn_decode == GdnDecodeKernel::kRows ? "rows" : "warp");
 }
 
 }  // namespace vt

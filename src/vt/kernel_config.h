@@ -51,6 +51,10 @@ struct KernelConfig {
   // GEMV, the softmax and the top-k) wherever it applies (1: up to 8 tokens), or never
   // (auto and 0: linear, then moe_route; measured on the H200, the kernel is not faster).
   Toggle moe_router = Toggle::kAuto;
+  // VTLLM_SEGATTN_WGMMA=auto|1|0: segment_attention's wgmma kernel (vt/cuda/encoder/
+  // segment_attention_wgmma.cu) wherever it applies (bf16 or f16, head_dim 64, 72 or 80,
+  // 16-byte rows; auto and 1 alike), or never (the mma.sync kernel).
+  Toggle segattn_wgmma = Toggle::kAuto;
   // VTLLM_ATTN_DECODE=mma|cuda_cores.
   AttnDecodeKernel attn_decode = AttnDecodeKernel::kTensorCores;
   // VTLLM_GDN_DECODE=rows|warp.

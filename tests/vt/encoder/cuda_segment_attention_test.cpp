@@ -1,9 +1,10 @@
 // The CUDA segment_attention arm (vt/cuda/encoder.h; kernels in vt/cuda/encoder/)
 // against a double-precision reference computed here, on random inputs: segments of
-// lengths 1 to 4096 (an empty one too), every padded head dim of the tensor-core kernel
-// and odd head dims (the scalar copy and store paths), q/k/v as per-head views of a
-// fused [N, 3 * heads * head_dim] qkv, out a view into a wider buffer whose other
-// columns must stay untouched, and the CUDA-core kernel (f32, head_dim past 128).
+// lengths 1 to 4096 (an empty one too), the wgmma kernel and the mma.sync kernel at the
+// head dims both take, every padded head dim of the mma.sync kernel and odd head dims
+// (the scalar copy and store paths), q/k/v as per-head views of a fused
+// [N, 3 * heads * head_dim] qkv, out a view into a wider buffer whose other columns must
+// stay untouched, and the CUDA-core kernel (f32, head_dim past 128).
 // Each segment's v is shifted by its own offset, so a key read across a segment
 // boundary moves the output far past the tolerance. Skipped without a GPU.
 #include <gtest/gtest.h>
@@ -43,6 +44,7 @@ struct Case {
   std::vector<int32_t> lens;  // segment lengths, in order (0: an empty segment)
   int check_every = 1;        // reference rows: every check_every-th token
   uint64_t seed = 1;
+  KernelConfig config = {};  // the stream's switches (segattn_wgmma)
 };
 
 // Per-element bound on |cuda - exact|: the output's own rounding (half an ulp, `eps`
@@ -57,6 +59,7 @@ double allowance(double ref, double eps, double sum_pv_abs, double sqrt_p2v2, do
 
 void run_case(const Case& c, const std::string& what) {
   Streams s;
+  s.gpu.set_kernel_config(c.config);
   const int64_t H = c.heads, D = c.head_dim, W = 3 * H * D;
   std::vector<int32_t> cu{0};
   for (int32_t len : c.lens) cu.push_back(cu.back() + len);
@@ -172,6 +175,32 @@ TEST(CudaSegmentAttention, EveryPaddedHeadDimMatchesDoubleReference) {
     run_case({DType::kBF16, 2, d, {129, 7, 64, 200}, 1, uint64_t(d)}, "bf16 d" + std::to_string(d));
   }
   run_case({DType::kF16, 2, 33, {129, 7, 300}, 1, 5}, "f16 d33");
+}
+
+TEST(CudaSegmentAttention, MmaSyncKernelMatchesDoubleReferenceWhereWgmmaApplies) {
+  VT_REQUIRE_GPU();
+  // The head dims the wgmma kernel takes by default, through the mma.sync kernel.
+  KernelConfig off;
+  off.segattn_wgmma = Toggle::kOff;
+  for (int64_t d : {64, 72, 80}) {
+    SCOPED_TRACE(d);
+    run_case({DType::kBF16, 3, d, {1, 7, 0, 64, 129, 1000}, 1, uint64_t(d), off},
+             "mma.sync bf16 d" + std::to_string(d));
+  }
+  run_case({DType::kF16, 2, 72, {129, 1, 300}, 1, 3, off}, "mma.sync f16 d72");
+}
+
+TEST(CudaSegmentAttention, WgmmaKernelMatchesDoubleReference) {
+  VT_REQUIRE_GPU();
+  // Query tiles of 128 rows: segments shorter than one (1, 7, 100), one exactly (128),
+  // one and one row (129), several with a partial key tile (1000), both dtypes.
+  for (int64_t d : {64, 72, 80}) {
+    SCOPED_TRACE(d);
+    run_case({DType::kBF16, 5, d, {128, 1, 100, 129, 7, 1000, 256}, 1, uint64_t(d) + 40},
+             "wgmma bf16 d" + std::to_string(d));
+    run_case({DType::kF16, 2, d, {129, 1, 1000, 64}, 1, uint64_t(d) + 80},
+             "wgmma f16 d" + std::to_string(d));
+  }
 }
 
 TEST(CudaSegmentAttention, RealSegmentLengthMatchesDoubleReference) {

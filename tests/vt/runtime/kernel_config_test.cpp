@@ -64,11 +64,12 @@ TEST_F(KernelConfigEnv, UnsetIsTheShippedDefault) {
   EXPECT_EQ(c.gdn_fused, Toggle::kAuto);
   EXPECT_EQ(c.moe_gemv, Toggle::kAuto);
   EXPECT_EQ(c.moe_router, Toggle::kAuto);
+  EXPECT_EQ(c.segattn_wgmma, Toggle::kAuto);
   EXPECT_EQ(c.attn_decode, AttnDecodeKernel::kTensorCores);
   EXPECT_EQ(c.gdn_decode, GdnDecodeKernel::kRows);
   EXPECT_EQ(c.str(),
             "pdl=auto gemm_skinny=auto gdn_fused=auto moe_gemv=auto moe_router=auto "
-            "attn_decode=mma gdn_decode=rows");
+            "segattn_wgmma=auto attn_decode=mma gdn_decode=rows");
 }
 
 TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
@@ -93,6 +94,10 @@ TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
        [](const KernelConfig& c) { EXPECT_EQ(c.moe_router, Toggle::kOn); }},
       {"VTLLM_MOE_ROUTER", "0",
        [](const KernelConfig& c) { EXPECT_EQ(c.moe_router, Toggle::kOff); }},
+      {"VTLLM_SEGATTN_WGMMA", "1",
+       [](const KernelConfig& c) { EXPECT_EQ(c.segattn_wgmma, Toggle::kOn); }},
+      {"VTLLM_SEGATTN_WGMMA", "0",
+       [](const KernelConfig& c) { EXPECT_EQ(c.segattn_wgmma, Toggle::kOff); }},
       {"VTLLM_ATTN_DECODE", "mma",
        [](const KernelConfig& c) { EXPECT_EQ(c.attn_decode, AttnDecodeKernel::kTensorCores); }},
       {"VTLLM_ATTN_DECODE", "cuda_cores",
@@ -115,6 +120,7 @@ TEST_F(KernelConfigEnv, ParsesEveryAcceptedValue) {
     if (std::string(k.name) == "VTLLM_GDN_FUSED") rest.gdn_fused = d.gdn_fused;
     if (std::string(k.name) == "VTLLM_MOE_GEMV") rest.moe_gemv = d.moe_gemv;
     if (std::string(k.name) == "VTLLM_MOE_ROUTER") rest.moe_router = d.moe_router;
+    if (std::string(k.name) == "VTLLM_SEGATTN_WGMMA") rest.segattn_wgmma = d.segattn_wgmma;
     if (std::string(k.name) == "VTLLM_ATTN_DECODE") rest.attn_decode = d.attn_decode;
     if (std::string(k.name) == "VTLLM_GDN_DECODE") rest.gdn_decode = d.gdn_decode;
     EXPECT_EQ(rest, d);
@@ -132,6 +138,7 @@ TEST_F(KernelConfigEnv, RejectsOtherValuesNamingTheVariableAndTheAcceptedOnes) {
        {Case{"VTLLM_PDL", "yes", "auto, 1, 0"}, Case{"VTLLM_PDL", "", "auto, 1, 0"},
         Case{"VTLLM_GEMM_SKINNY", "2", "auto, 1, 0"}, Case{"VTLLM_GDN_FUSED", "on", "auto, 1, 0"},
         Case{"VTLLM_MOE_GEMV", "yes", "auto, 1, 0"}, Case{"VTLLM_MOE_ROUTER", "2", "auto, 1, 0"},
+        Case{"VTLLM_SEGATTN_WGMMA", "on", "auto, 1, 0"},
         Case{"VTLLM_ATTN_DECODE", "tc", "mma, cuda_cores"},
         Case{"VTLLM_GDN_DECODE", "Rows", "rows, warp"}}) {
     setenv(k.name, k.value, 1);

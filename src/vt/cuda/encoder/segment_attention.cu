@@ -2,7 +2,9 @@
 // host cu_seqlens into query tiles of the chosen kernel's height, orders them longest
 // segment first (CTAs start in table order: long ones first, short ones fill the tail),
 // uploads the table through the stream's staging ring (upload_indices) and launches:
-//   q, k, v all bf16 or all f16 and head_dim <= 128: the tensor-core kernel
+//   q, k, v all bf16 or all f16, head_dim 64, 72 or 80 and 16-byte rows: the wgmma
+//     kernel (segment_attention_wgmma.cu), unless KernelConfig::segattn_wgmma is off;
+//   else q, k, v all bf16 or all f16 and head_dim <= 128: the mma.sync kernel
 //     (segment_attention.cuh) at the padded head dim 16, 32, 48, 64, 80 or 128;
 //   otherwise (f32 or mixed dtypes, head_dim <= 256): the CUDA-core kernel.
 #include <algorithm>
@@ -105,7 +107,10 @@ void segment_attention(Stream& s, const HeadsArg& q, const HeadsArg& k, const He
            " inputs (the CUDA-core kernel's limit)");
   VT_CHECK(heads <= 65535, "segment_attention (CUDA): ", heads, " heads exceed the grid");
   const int dp = padded_dim(head_dim);
-  const int rows = mma ? tile_rows_of(dp) : segattn::kCudaCoreRows;
+  const bool vec_in = vec_ok(q, head_dim) && vec_ok(k, head_dim) && vec_ok(v, head_dim);
+  const bool wgmma = mma && vec_in && segattn::wgmma_supports(int(head_dim)) &&
+                     s.kernel_config().segattn_wgmma != Toggle::kOff;  // VTLLM_SEGATTN_WGMMA
+  const int rows = wgmma ? segattn::kWgmmaRows : mma ? tile_rows_of(dp) : segattn::kCudaCoreRows;
   const std::vector<Tile> tiles = build_tiles(cu_seqlens, rows);
   if (tiles.empty()) return;
   VT_CHECK(tiles.size() <= 65535, "segment_attention (CUDA): ", tiles.size(),
@@ -120,7 +125,7 @@ void segment_attention(Stream& s, const HeadsArg& q, const HeadsArg& k, const He
   p.q_dtype = q.dtype, p.k_dtype = k.dtype, p.v_dtype = v.dtype, p.out_dtype = out.dtype;
   p.head_dim = int(head_dim);
   p.scale_log2 = scale * float(M_LOG2E);
-  p.vec_in = vec_ok(q, head_dim) && vec_ok(k, head_dim) && vec_ok(v, head_dim);
+  p.vec_in = vec_in;
   p.out_pairs = out.dtype == q.dtype && head_dim % 2 == 0 &&
                 reinterpret_cast<uintptr_t>(out.data) % 4 == 0 && out.token_stride % 2 == 0 &&
                 out.head_stride % 2 == 0;
@@ -130,7 +135,9 @@ void segment_attention(Stream& s, const HeadsArg& q, const HeadsArg& k, const He
   p.tiles = reinterpret_cast<const Tile*>(upload_indices(st, flat));
 
   const int num_tiles = int(tiles.size());
-  if (!mma)
+  if (wgmma)
+    segattn::launch_wgmma(p, q.dtype == DType::kBF16, num_tiles, int(heads), st.stream);
+  else if (!mma)
     segattn::launch_cuda_cores(p, num_tiles, int(heads), st.stream);
   else if (q.dtype == DType::kBF16)
     launch_mma<__nv_bfloat16>(dp, p, num_tiles, int(heads), st.stream);

@@ -88,6 +88,13 @@ inline constexpr int kCudaCoreRows = 16;
 inline constexpr int kCudaCoreMaxDim = 256;
 void launch_cuda_cores(const Params& p, int num_tiles, int heads, cudaStream_t stream);
 
+// The wgmma kernel (segment_attention_wgmma.cu, sm_90a): q, k, v all bf16 (bf16) or all
+// f16, head_dim for which wgmma_supports is true, p.vec_in; tiles of at most kWgmmaRows
+// rows. The same numerics as the mma.sync kernel (P rounded to T, f32 accumulation).
+inline constexpr int kWgmmaRows = 128;
+bool wgmma_supports(int head_dim);
+void launch_wgmma(const Params& p, bool bf16, int num_tiles, int heads, cudaStream_t stream);
+
 namespace detail {
 
 __device__ __forceinline__ uint32_t pack2(float lo, float hi, __nv_bfloat16) {
