@@ -3,7 +3,11 @@
 // while replaying tokenized documents of each grammar's language, next to
 // the targets of issue 20 (mask p50 <= 30 us, p99 <= 200 us; compile <= 5 ms).
 //
-//   build/bench/structured_bench .../tokenizer-qwen3/models/tokenizer.json
+//   build/bench/structured_bench .../tokenizer-qwen3/models/tokenizer.json [WORKLOAD [FRESH]]
+//
+// WORKLOAD runs that one only (its name as printed: json, tool, "schema L", ...) and FRESH
+// sets how many freshly compiled grammars replay its first document (default 5): a
+// profiler then sees mostly first visits.
 //
 // "cold" is the first document of a grammar (every automaton state and mask
 // new); "all" is every step of every document with the CompiledGrammar shared
@@ -224,7 +228,7 @@ bool replay(const std::shared_ptr<const CompiledGrammar>& g, std::span<const Tok
 }
 
 void run(const Workload& w, const vtllm::text::Tokenizer& tok, const TokenVocab& vocab,
-         TokenId stop) {
+         TokenId stop, int fresh_grammars) {
   std::vector<std::vector<TokenId>> docs;
   for (const std::string& d : w.docs) {
     docs.push_back(tok.encode(d, false));
@@ -233,11 +237,11 @@ void run(const Workload& w, const vtllm::text::Tokenizer& tok, const TokenVocab&
   std::vector<uint32_t> mask(vocab.mask_words());
   std::vector<double> compile_us, fresh;
   std::shared_ptr<const CompiledGrammar> g;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < std::max(20, fresh_grammars); ++i) {
     const auto t0 = Clock::now();  // front end + automaton, as a request pays it
     g = CompiledGrammar::compile(front_end(w), vocab);
     compile_us.push_back(us_since(t0));
-    if (i >= 5) continue;
+    if (i >= fresh_grammars) continue;
     std::vector<double> us;
     uint64_t unused = 0;
     replay(g, docs[0], mask, us, unused);
@@ -268,11 +272,13 @@ void run(const Workload& w, const vtllm::text::Tokenizer& tok, const TokenVocab&
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: structured_bench QWEN3_TOKENIZER_JSON\n");
+  if (argc < 2 || argc > 4) {
+    std::fprintf(stderr, "usage: structured_bench QWEN3_TOKENIZER_JSON [WORKLOAD [FRESH]]\n");
     return 2;
   }
   const char* path = argv[1];
+  const std::string only = argc > 2 ? argv[2] : "";
+  const int fresh_grammars = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
   try {
     const vtllm::text::Tokenizer tok = vtllm::text::Tokenizer::from_file(path);
     const TokenId stop = *tok.token_to_id("<|im_end|>");
@@ -346,7 +352,9 @@ int main(int argc, char** argv) {
       xml.docs.push_back(doc + "</function>\n</tool_call>");
     }
     loads.push_back(std::move(xml));
-    for (const Workload& w : loads) run(w, tok, vocab, stop);
+    for (const Workload& w : loads) {
+      if (only.empty() || only == w.name) run(w, tok, vocab, stop, fresh_grammars);
+    }
   } catch (const vtllm::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

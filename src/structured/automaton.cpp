@@ -65,6 +65,21 @@ int text_position(uint8_t classes, uint8_t byte) {
   return TokenVocab::text_step(static_cast<uint8_t>(classes & -classes), 0, byte);
 }
 
+// The buckets (TokenVocab::ByteBuckets: bytes 0-126 one each, 127-255 one) whose every byte
+// is in `set`, and those with some byte in it.
+TokenVocab::ByteBuckets buckets_within(const ByteSet& set) {
+  static const ByteSet kWord(~uint64_t{0});
+  const uint64_t high = (set >> 127).count() == 129 ? uint64_t{1} << 63 : 0;
+  return {{(set & kWord).to_ullong(),
+           (((set >> 64) & kWord).to_ullong() & ~(uint64_t{1} << 63)) | high}};
+}
+TokenVocab::ByteBuckets buckets_meeting(const ByteSet& set) {
+  static const ByteSet kWord(~uint64_t{0});
+  const uint64_t high = (set >> 127).any() ? uint64_t{1} << 63 : 0;
+  return {{(set & kWord).to_ullong(),
+           (((set >> 64) & kWord).to_ullong() & ~(uint64_t{1} << 63)) | high}};
+}
+
 // The bits of State::text_known / text_held at position 0 of the classes in `classes`.
 uint32_t class_bits(uint8_t classes) {
   uint32_t bits = 0;
@@ -325,7 +340,7 @@ int32_t Automaton::intern(std::vector<int32_t>& stacks, bool accepting, bool con
   return id;
 }
 
-int32_t Automaton::step_locked(int32_t state, uint8_t byte) {
+inline int32_t Automaton::step_locked(int32_t state, uint8_t byte) {
   if (state < 0) return kDead;
   const int32_t known = trans_[static_cast<size_t>(state) * 256 + byte];
   return known != kUnknown ? known : new_step(state, byte);
@@ -361,6 +376,48 @@ ByteSet Automaton::same_step(int32_t state, uint8_t byte) const {
     same &= set[byte] ? set : ~set;
   }
   return same;
+}
+
+inline bool Automaton::loops_on(int32_t state, uint8_t first,
+                                const TokenVocab::ByteBuckets& bytes) {
+  const State& st = states_[static_cast<size_t>(state)];
+  const TokenVocab::ByteBuckets ask{
+      {bytes.bits[0] & ~st.loops.bits[0], bytes.bits[1] & ~st.loops.bits[1]}};
+  if ((ask.bits[0] & st.no_loops.bits[0]) || (ask.bits[1] & st.no_loops.bits[1])) return false;
+  return !(ask.bits[0] | ask.bits[1]) || new_loops_on(state, first, ask);
+}
+
+bool Automaton::new_loops_on(int32_t state, uint8_t first, TokenVocab::ByteBuckets ask) {
+  // The node's own byte first: the walk steps it anyway, and it fails most checks.
+  for (int bucket = std::min<int>(first, 127); bucket >= 0;) {
+    // Bucket 127 holds bytes 127-255: it loops when all of them do.
+    ByteSet left;
+    if (bucket < 127) {
+      left.set(static_cast<size_t>(bucket));
+    } else {
+      for (size_t b = 127; b < 256; ++b) left.set(b);
+    }
+    while (left.any()) {
+      const auto b = static_cast<uint8_t>(left._Find_first());
+      const ByteSet same = same_step(state, b);
+      const bool loop = step_locked(state, b) == state;
+      State& st = states_[static_cast<size_t>(state)];  // step_locked may have moved states_
+      const TokenVocab::ByteBuckets seen = loop ? buckets_within(same) : buckets_meeting(same);
+      TokenVocab::ByteBuckets& into = loop ? st.loops : st.no_loops;
+      into.bits[0] |= seen.bits[0];
+      into.bits[1] |= seen.bits[1];
+      if (!loop) return false;
+      left &= ~same;
+    }
+    State& st = states_[static_cast<size_t>(state)];
+    st.loops.bits[bucket >> 6] |= uint64_t{1} << (bucket & 63);
+    ask.bits[0] &= ~st.loops.bits[0];
+    ask.bits[1] &= ~st.loops.bits[1];
+    bucket = ask.bits[0]   ? std::countr_zero(ask.bits[0])
+             : ask.bits[1] ? 64 + std::countr_zero(ask.bits[1])
+                           : -1;
+  }
+  return true;
 }
 
 int32_t Automaton::step(int32_t state, uint8_t byte) {
@@ -404,7 +461,7 @@ std::pair<int32_t, int32_t> Automaton::unbound(int32_t state, int32_t keep) {
   return {intern(stacks, st.accepting, st.context), least};
 }
 
-int32_t Automaton::canonical(int32_t state) {
+inline int32_t Automaton::canonical(int32_t state) {
   const int32_t known = states_[static_cast<size_t>(state)].canonical;
   return known != kUnknown ? known : new_canonical(state);
 }
@@ -417,7 +474,7 @@ int32_t Automaton::new_canonical(int32_t state) {
   return c;
 }
 
-bool Automaton::live(int32_t state) const {
+inline bool Automaton::live(int32_t state) const {
   return state >= 0 && (states_[static_cast<size_t>(state)].accepting ||
                         !states_[static_cast<size_t>(state)].stacks.empty());
 }
@@ -534,7 +591,7 @@ bool Automaton::holds_class(int32_t state, int cls, int at) {
   return false;
 }
 
-bool Automaton::holds_text(int32_t state, uint8_t classes, int at) {
+inline bool Automaton::holds_text(int32_t state, uint8_t classes, int at) {
   // A subtree's strings are no longer than a token: the canonical state lives through the
   // same ones.
   state = canonical(state);
@@ -543,6 +600,10 @@ bool Automaton::holds_text(int32_t state, uint8_t classes, int at) {
   const uint32_t asked = class_bits(classes) << at;
   if (st.text_held & asked) return true;
   if ((st.text_known & asked) == asked) return false;
+  return new_holds_text(state, classes, at);
+}
+
+bool Automaton::new_holds_text(int32_t state, uint8_t classes, int at) {
   for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
     if ((classes >> c) & 1 && holds_class(state, c, at)) return true;
   }
@@ -668,9 +729,11 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
     // string), but the state after this node's byte may: it reads the rest of the subtree
     // from the position after the byte (text_from), or from a character boundary below a
     // byte outside the classes (text_below).
+    // Or the byte leads back to the parent, and so may every byte below it.
     if (ok && static_cast<size_t>(t.subtree_end) > i + 1 &&
         ((t.text_from && holds_text(s, t.text_from, text_position(t.text_from, t.byte))) ||
-         (t.text_below && holds_text(s, t.text_below)))) {
+         (t.text_below && holds_text(s, t.text_below)) ||
+         (s == parent && loops_on(parent, t.byte, vocab_.subtree_bytes(i))))) {
       i = allow_subtree(i);
       continue;
     }

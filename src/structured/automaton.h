@@ -21,7 +21,9 @@
 // text class (TokenVocab::text_step: printable ASCII but a few bytes, and UTF-8 past it),
 // with only strings of that class in the node's subtree, takes the whole subtree as
 // allowed without stepping through it: text inside a JSON string or an XML tool call's
-// value, which is most of the vocabulary. A truncated state inside a bounded repetition
+// value, which is most of the vocabulary. Likewise for a state that every byte of a subtree
+// (TokenVocab::subtree_bytes) steps back to itself: a class no text class names (an email's
+// local part, a pattern's `[a-z0-9_-]+`). A truncated state inside a bounded repetition
 // (one state per count) copies the local mask of its unbounded twin, exact for every token no
 // longer than the least allowance, and walks only the deeper trie subtrees.
 #pragma once
@@ -77,7 +79,10 @@ class Automaton {
     // so far, and lived through (every string of the class read from that position).
     uint32_t text_known = 0, text_held = 0;
     int32_t canonical = -2;  // the state with the same mask (canonical()); -2: unknown
-    uint64_t hash = 0;       // of stacks and flags (intern())
+    // Byte buckets (TokenVocab::ByteBuckets) found so far to step back to this state, and
+    // found not to (some byte of the bucket steps elsewhere).
+    TokenVocab::ByteBuckets loops{{0, 0}}, no_loops{{0, 0}};
+    uint64_t hash = 0;  // of stacks and flags (intern())
   };
   // A position of a bounded repetition's rule opt_k (Grammar::append_repeat's chain for
   // item{0,n}): the same position in item's unbounded repetition, and how many items may
@@ -138,10 +143,17 @@ class Automaton {
   // Whether `state` lives through every string of one of the text classes in `classes`
   // read from position `at` in a run (TokenVocab::text_step), each checked once per state.
   bool holds_text(int32_t state, uint8_t classes, int at = 0);
+  bool new_holds_text(int32_t state, uint8_t classes, int at);  // not yet recorded
   // The same for class bit index `cls`: the (position, state) pairs reachable from
   // (at, state) over the class's bytes are all live. Each pair's answer is kept, so the
   // states of a stop word's prefixes, which reach one another, are explored once.
   bool holds_class(int32_t state, int cls, int at);
+  // Whether every byte of `bytes` (`first` among them) steps `state` back to itself: from a live
+  // state a walk then takes whole a trie subtree made of them (an email's local part, a run of
+  // digits or whitespace: classes that TokenVocab's text classes do not name). Steps `first`, then
+  // the rest up to the first byte that does not loop, each answer kept per state.
+  bool loops_on(int32_t state, uint8_t first, const TokenVocab::ByteBuckets& bytes);
+  bool new_loops_on(int32_t state, uint8_t first, TokenVocab::ByteBuckets unknown);
   int32_t step_locked(int32_t state, uint8_t byte);
   int32_t new_step(int32_t state, uint8_t byte);  // step_locked() not yet in trans_
   // The bytes whose step from `state` is the same as byte's.

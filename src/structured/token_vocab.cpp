@@ -118,13 +118,20 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
     }
   }
   subtree_depth_.resize(trie_.size());
+  subtree_bytes_.resize(trie_.size());
   for (size_t i = trie_.size(); i-- > 0;) {
     uint16_t deepest = trie_[i].depth;
+    ByteBuckets bytes{{0, 0}};
+    const int bucket = std::min<int>(trie_[i].byte, 127);
+    bytes.bits[bucket >> 6] |= uint64_t{1} << (bucket & 63);
     const auto end = static_cast<size_t>(trie_[i].subtree_end);
     for (size_t j = i + 1; j < end; j = static_cast<size_t>(trie_[j].subtree_end)) {
       deepest = std::max(deepest, subtree_depth_[j]);
+      bytes.bits[0] |= subtree_bytes_[j].bits[0];
+      bytes.bits[1] |= subtree_bytes_[j].bits[1];
     }
     subtree_depth_[i] = deepest;
+    subtree_bytes_[i] = bytes;
   }
   by_length_ = trie_tokens_;
   std::stable_sort(by_length_.begin(), by_length_.end(),

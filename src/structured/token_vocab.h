@@ -93,6 +93,13 @@ class TokenVocab {
     return std::span(class_tokens_).subspan(static_cast<size_t>(cls) * mask_words(), mask_words());
   }
   uint8_t class_subtree(size_t node) const { return class_subtree_[node]; }
+  // A set of bytes coarsened to 128 buckets: bytes 0-126 one each, the rest one bucket.
+  struct ByteBuckets {
+    uint64_t bits[2];  // bit b % 64 of word b / 64: bucket b
+  };
+  // The buckets of the bytes on trie node `node`'s edge and on every path below it: a walk in
+  // a state that every one of them leads back to takes the whole subtree.
+  const ByteBuckets& subtree_bytes(size_t node) const { return subtree_bytes_[node]; }
   // The depth of the deepest node in trie node `node`'s subtree (the longest token there).
   size_t subtree_depth(size_t node) const { return subtree_depth_[node]; }
   // The matchable tokens longer than `len` bytes (longest first).
@@ -112,13 +119,14 @@ class TokenVocab {
   std::vector<TrieNode> trie_;
   std::vector<TokenId> trie_tokens_;
   size_t max_token_bytes_ = 0;
-  std::vector<uint32_t> text_tokens_;    // kTextClasses masks
-  std::vector<uint16_t> subtree_depth_;  // per trie node
-  std::vector<uint32_t> class_tokens_;   // kTextClasses masks
-  std::vector<uint8_t> class_subtree_;   // per trie node: class bits
-  std::vector<TokenId> by_length_;       // trie tokens, longest first
-  std::vector<size_t> longer_;           // per length: how many of by_length_ are longer
-  std::vector<uint32_t> short_masks_;    // kShortMasks masks (tokens_up_to)
+  std::vector<uint32_t> text_tokens_;       // kTextClasses masks
+  std::vector<uint16_t> subtree_depth_;     // per trie node
+  std::vector<ByteBuckets> subtree_bytes_;  // per trie node
+  std::vector<uint32_t> class_tokens_;      // kTextClasses masks
+  std::vector<uint8_t> class_subtree_;      // per trie node: class bits
+  std::vector<TokenId> by_length_;          // trie tokens, longest first
+  std::vector<size_t> longer_;              // per length: how many of by_length_ are longer
+  std::vector<uint32_t> short_masks_;       // kShortMasks masks (tokens_up_to)
 };
 
 }  // namespace vtllm::structured

@@ -15,6 +15,7 @@
 #include "reference_recognizer.h"
 #include "structured/automaton.h"
 #include "structured/json_gbnf.h"
+#include "structured/json_schema.h"
 #include "structured/json_schema_gbnf.h"
 #include "structured/regex_grammar.h"
 #include "structured/tool_grammar.h"
@@ -405,6 +406,14 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
       deepest = std::max(deepest, spelled[j].size());
     }
     EXPECT_EQ(vocab.class_subtree(i), whole) << i << " '" << spelled[i] << "'";
+    uint64_t buckets[2] = {0, 0};  // of every byte from node i down
+    for (size_t j = i; j < static_cast<size_t>(n.subtree_end); ++j) {
+      const auto b = static_cast<uint8_t>(spelled[j].back());
+      const int bucket = b < 127 ? b : 127;
+      buckets[bucket / 64] |= uint64_t{1} << (bucket % 64);
+    }
+    EXPECT_EQ(vocab.subtree_bytes(i).bits[0], buckets[0]) << i;
+    EXPECT_EQ(vocab.subtree_bytes(i).bits[1], buckets[1]) << i;
     EXPECT_EQ(vocab.subtree_depth(i), deepest) << i;
   }
   for (size_t id = 0; id < bytes.size(); ++id) {
@@ -502,6 +511,43 @@ char ::= )") + std::string(gbnf::kJsonChar)),
       vocab);
   const std::string doc = "{\"a\": \"Gr\u00f6\u00dfe: 42 \\\"x\\\" " + std::string(18, ' ') +
                           "end\",\n  \"b\": \"\u6771\u4eac!\"}";
+  const std::vector<text::TokenId> ids = tok.encode(doc, false);
+  Matcher m(g);
+  std::vector<uint32_t> mask(vocab.mask_words());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    m.fill_next_token_bitmask(mask);
+    const std::vector<bool> want = naive_mask(m, vocab);
+    for (size_t id = 0; id < vocab.size(); ++id) {
+      ASSERT_EQ(bit(mask, id), want[id])
+          << "token " << id << " '" << vocab.bytes(static_cast<TokenId>(id)) << "' at step " << i;
+    }
+    ASSERT_TRUE(m.accept_token(ids[i])) << "step " << i << " '" << vocab.bytes(ids[i]) << "'";
+  }
+  EXPECT_TRUE(m.can_terminate());
+}
+
+// Classes that no text class names (an email's local part and labels, a pattern's
+// `[a-z0-9_-]+`), whose states loop on a few bytes, and short maxLength strings (a count of
+// characters, UTF-8 ones among them), under the real vocabulary: masks equal the naive check.
+TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabInRestrictedClasses) {
+  const std::string path = qwen3_tokenizer_json();
+  if (!std::filesystem::exists(path)) {
+    GTEST_SKIP() << path << " missing (scripts/npm_deps.sh, or set VTLLM_QWEN3_TOKENIZER_JSON)";
+  }
+  const text::Tokenizer tok = text::Tokenizer::from_file(path);
+  const TokenId im_end = *tok.token_to_id("<|im_end|>");
+  const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end});
+  auto g = CompiledGrammar::compile(
+      parse_gbnf(json_schema_text_to_gbnf(
+          R"({"type": "object", "properties": {"email": {"type": "string", "format": "email"},
+              "zip": {"type": "string", "maxLength": 7}, "tag": {"type": "string", "maxLength": 3},
+              "id": {"type": "string", "pattern": "^[a-z0-9_-]+$"}},
+            "required": ["email", "zip", "tag", "id"]})",
+          JsonSchemaOptions{.any_whitespace = true})),
+      vocab);
+  const std::string doc =
+      "{\"email\": \"ana.silva+x@mail.example-1.org\", \"zip\": \"Gr\u00f6\u00dfe 4\", "
+      "\"tag\": \"\u6771a\", \"id\": \"ab_c-9z\"}";
   const std::vector<text::TokenId> ids = tok.encode(doc, false);
   Matcher m(g);
   std::vector<uint32_t> mask(vocab.mask_words());
