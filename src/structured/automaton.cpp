@@ -591,6 +591,61 @@ bool Automaton::holds_class(int32_t state, int cls, int at) {
   return false;
 }
 
+int Automaton::text_budget(int32_t state, int cls) {
+  budget_pairs_.clear();
+  ++budget_generation_;
+  int lo = 0, hi = 0;
+  return budget_from(0, state, cls, 0, lo, hi) && lo == hi ? lo : -1;
+}
+
+bool Automaton::budget_from(int at, int32_t state, int cls, size_t chars, int& lo, int& hi) {
+  // Depth first over the (position, state) pairs of the class's strings from (at, state), as
+  // holds_class() explores them: lo = min over the successors of the characters begun to it
+  // plus its lo (a dead one: less one), hi = the max of them plus its hi (a dead one: 0).
+  // Gives up (false) on a pair met again on the path (a loop: no bound), past kShortMasks
+  // characters, past kMaxPairs pairs, and on a step into the context.
+  constexpr size_t kMaxPairs = 320;  // a UTF-8 class's 15 counts: ~18 pairs each
+  const size_t key = static_cast<size_t>(state) * TokenVocab::kTextPositions + at;
+  if (budget_seen_.size() <= key)
+    budget_seen_.resize(states_.size() * 2 * TokenVocab::kTextPositions);
+  if (budget_seen_[key].first == budget_generation_) {
+    const BudgetPair& p = budget_pairs_[budget_seen_[key].second];
+    lo = p.lo;
+    hi = p.hi;
+    return p.done;
+  }
+  if (budget_pairs_.size() == kMaxPairs) return false;
+  const size_t me = budget_pairs_.size();
+  budget_seen_[key] = {budget_generation_, static_cast<uint32_t>(me)};
+  budget_pairs_.push_back(BudgetPair{at, state, 0, 0, false});
+  const TextRuns& runs = text_runs();
+  const int begun = at == 0;  // a byte read between characters begins one
+  int l = INT32_MAX, h = 0;
+  for (int next = 0; next < TokenVocab::kTextPositions; ++next) {
+    for (ByteSet left = runs[cls][at][next]; left.any();) {
+      const auto b = static_cast<uint8_t>(left._Find_first());
+      left &= ~same_step(state, b);
+      const int32_t t = step_locked(state, b);
+      if (t == kDead) {
+        l = std::min(l, begun - 1);
+        continue;
+      }
+      if (!live(t) || states_[static_cast<size_t>(t)].context ||
+          chars + begun >= TokenVocab::kShortMasks) {
+        return false;
+      }
+      int tl = 0, th = 0;
+      if (!budget_from(next, t, cls, chars + begun, tl, th)) return false;
+      l = std::min(l, begun + tl);
+      h = std::max(h, begun + th);
+    }
+  }
+  budget_pairs_[me] = BudgetPair{at, state, l, h, true};
+  lo = l;
+  hi = h;
+  return true;
+}
+
 inline bool Automaton::holds_text(int32_t state, uint8_t classes, int at) {
   // A subtree's strings are no longer than a token: the canonical state lives through the
   // same ones.
@@ -681,7 +736,19 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
     }
     if (excluded.size() <= kMaxExcluded) root_class = c;
   }
-  if (whole_class >= 0) {
+  // Or, inside a short bounded repetition of a class's characters (a maxLength string, where
+  // min_len > 0), the root may live through exactly its strings of at most some length: the
+  // tokens among them are allowed at once, and subtrees of class tokens only skipped as above.
+  int budget = -1;
+  for (int c = 0; c < TokenVocab::kTextClasses && min_len > 0 && budget < 0; ++c) {
+    budget = text_budget(truncated, c);
+    if (budget >= 0) whole_class = c;
+  }
+  if (budget >= 0) {
+    const std::span<const uint32_t> taken =
+        vocab_.class_tokens_up_to(whole_class, static_cast<size_t>(budget));
+    for (size_t w = 0; w < taken.size(); ++w) lm.allowed[w] |= taken[w];
+  } else if (whole_class >= 0) {
     const std::span<const uint32_t> taken = vocab_.class_tokens(whole_class);
     for (size_t w = 0; w < taken.size(); ++w) lm.allowed[w] |= taken[w];
   } else if (root_class >= 0) {

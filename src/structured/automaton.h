@@ -148,6 +148,12 @@ class Automaton {
   // (at, state) over the class's bytes are all live. Each pair's answer is kept, so the
   // states of a stop word's prefixes, which reach one another, are explored once.
   bool holds_class(int32_t state, int cls, int at);
+  // The n < TokenVocab::kShortMasks such that `state` lives through every string of class
+  // `cls` (bit index) of at most n characters (one cut short counts), read from a character
+  // boundary, and dies, without popping into the context, on every longer one; -1 if none.
+  // A short maxLength string: each count is a state of its own, counting down.
+  int text_budget(int32_t state, int cls);
+  bool budget_from(int at, int32_t state, int cls, size_t chars, int& lo, int& hi);
   // Whether every byte of `bytes` (`first` among them) steps `state` back to itself: from a live
   // state a walk then takes whole a trie subtree made of them (an email's local part, a run of
   // digits or whitespace: classes that TokenVocab's text classes do not name). Steps `first`, then
@@ -195,6 +201,18 @@ class Automaton {
   std::vector<TextPair> text_pairs_;
   std::vector<int> text_stack_;
   std::vector<TextFrame> text_frames_;
+  // Scratch of text_budget(): per (position, state) pair met, the fewest characters some
+  // string of the class from it dies within (less one), the most any lives through.
+  struct BudgetPair {
+    int at;
+    int32_t state;
+    int lo, hi;
+    bool done;
+  };
+  std::vector<BudgetPair> budget_pairs_;
+  // Per state * kTextPositions + position: (the text_budget() call, its pair) that met it.
+  std::vector<std::pair<uint32_t, uint32_t>> budget_seen_;
+  uint32_t budget_generation_ = 0;
   std::vector<size_t> root_excluded_;  // scratch of local_mask()
   std::vector<int32_t> walk_states_;   // per trie depth: the state there
   std::vector<uint8_t> walk_context_;  // per trie depth: CONTEXT reached on the way

@@ -82,8 +82,10 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   // in the class, from its children's.
   std::vector<uint8_t> from(trie_.size()), below_at(trie_.size());
   class_tokens_.assign(kTextClasses * mask_words(), 0);
+  class_tokens_up_to_.assign(kTextClasses * kShortMasks * mask_words(), 0);
   class_subtree_.assign(trie_.size(), 0);
-  std::vector<int> run(max_token_bytes_ + 1);  // per depth: the position in a run, or -1
+  std::vector<int> run(max_token_bytes_ + 1);       // per depth: the position in a run, or -1
+  std::vector<size_t> chars(max_token_bytes_ + 1);  // per depth: characters begun
   for (int c = 0; c < kTextClasses; ++c) {
     const auto cls = static_cast<uint8_t>(1 << c);
     for (size_t i = trie_.size(); i-- > 0;) {
@@ -104,18 +106,28 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
     }
     // Top-down: the position after each node's path from the root.
     run[0] = 0;
+    chars[0] = 0;
     uint32_t* mask = class_tokens_.data() + static_cast<size_t>(c) * mask_words();
     for (size_t i = 0; i < trie_.size(); ++i) {
       const size_t d = trie_[i].depth;
       const int at = run[d - 1] < 0 ? -1 : text_step(cls, run[d - 1], trie_[i].byte);
       run[d] = at;
       if (at < 0) continue;
+      chars[d] = chars[d - 1] + (run[d - 1] == 0);
       if ((below_at[i] >> at) & 1) class_subtree_[i] |= cls;
       for (int32_t k = trie_[i].token_begin; k < trie_[i].token_end; ++k) {
         const auto id = static_cast<uint32_t>(trie_tokens_[static_cast<size_t>(k)]);
         mask[id >> 5] |= uint32_t{1} << (id & 31);
+        if (chars[d] < kShortMasks) {  // up to `chars[d]` only; the longer counts below
+          class_tokens_up_to_[(static_cast<size_t>(c) * kShortMasks + chars[d]) * mask_words() +
+                              (id >> 5)] |= uint32_t{1} << (id & 31);
+        }
       }
     }
+    uint32_t* up_to =
+        class_tokens_up_to_.data() + static_cast<size_t>(c) * kShortMasks * mask_words();
+    for (size_t w = mask_words(); w < kShortMasks * mask_words(); ++w)
+      up_to[w] |= up_to[w - mask_words()];
   }
   subtree_depth_.resize(trie_.size());
   subtree_bytes_.resize(trie_.size());

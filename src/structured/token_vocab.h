@@ -93,6 +93,12 @@ class TokenVocab {
     return std::span(class_tokens_).subspan(static_cast<size_t>(cls) * mask_words(), mask_words());
   }
   uint8_t class_subtree(size_t node) const { return class_subtree_[node]; }
+  // The class_tokens() of at most `chars` characters (< kShortMasks; one cut short counts):
+  // what a state that lives through exactly the class's strings that short allows of them.
+  std::span<const uint32_t> class_tokens_up_to(int cls, size_t chars) const {
+    return std::span(class_tokens_up_to_)
+        .subspan((static_cast<size_t>(cls) * kShortMasks + chars) * mask_words(), mask_words());
+  }
   // A set of bytes coarsened to 128 buckets: bytes 0-126 one each, the rest one bucket.
   struct ByteBuckets {
     uint64_t bits[2];  // bit b % 64 of word b / 64: bucket b
@@ -119,14 +125,15 @@ class TokenVocab {
   std::vector<TrieNode> trie_;
   std::vector<TokenId> trie_tokens_;
   size_t max_token_bytes_ = 0;
-  std::vector<uint32_t> text_tokens_;       // kTextClasses masks
-  std::vector<uint16_t> subtree_depth_;     // per trie node
-  std::vector<ByteBuckets> subtree_bytes_;  // per trie node
-  std::vector<uint32_t> class_tokens_;      // kTextClasses masks
-  std::vector<uint8_t> class_subtree_;      // per trie node: class bits
-  std::vector<TokenId> by_length_;          // trie tokens, longest first
-  std::vector<size_t> longer_;              // per length: how many of by_length_ are longer
-  std::vector<uint32_t> short_masks_;       // kShortMasks masks (tokens_up_to)
+  std::vector<uint32_t> text_tokens_;         // kTextClasses masks
+  std::vector<uint16_t> subtree_depth_;       // per trie node
+  std::vector<ByteBuckets> subtree_bytes_;    // per trie node
+  std::vector<uint32_t> class_tokens_;        // kTextClasses masks
+  std::vector<uint8_t> class_subtree_;        // per trie node: class bits
+  std::vector<uint32_t> class_tokens_up_to_;  // kTextClasses x kShortMasks masks
+  std::vector<TokenId> by_length_;            // trie tokens, longest first
+  std::vector<size_t> longer_;                // per length: how many of by_length_ are longer
+  std::vector<uint32_t> short_masks_;         // kShortMasks masks (tokens_up_to)
 };
 
 }  // namespace vtllm::structured
