@@ -425,6 +425,20 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
     for (size_t len = 0; len < TokenVocab::kShortMasks; ++len) {
       EXPECT_EQ(bit(vocab.tokens_up_to(len), id), matchable && bytes[id].size() <= len) << id;
     }
+    for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+      size_t begun = 0;  // characters begun: bytes read between characters
+      int at = 0;
+      for (char ch : bytes[id]) {
+        begun += at == 0;
+        at = TokenVocab::text_step(static_cast<uint8_t>(1 << c), at, static_cast<uint8_t>(ch));
+        if (at < 0) break;
+      }
+      const bool in = matchable && holds(static_cast<uint8_t>(1 << c), bytes[id]);
+      for (size_t n = 0; n < TokenVocab::kShortMasks; ++n) {
+        EXPECT_EQ(bit(vocab.class_tokens_up_to(c, n), id), in && begun <= n)
+            << id << " class " << c << " chars " << n;
+      }
+    }
   }
   size_t longest = 0;
   for (size_t id = 0; id < bytes.size(); ++id) {
