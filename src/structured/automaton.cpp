@@ -282,6 +282,8 @@ int32_t Automaton::node(int32_t pos, int32_t parent) {
   }
   *slot = static_cast<int32_t>(nodes_.size());
   nodes_.push_back({pos, parent});
+  node_bounded_.push_back(bounds_[static_cast<size_t>(pos)].star_pos >= 0 ||
+                          (parent >= 0 && node_bounded_[static_cast<size_t>(parent)]));
   return *slot;
 }
 
@@ -336,6 +338,9 @@ int32_t Automaton::intern(std::vector<int32_t>& stacks, bool accepting, bool con
   *slot = id;
   states_.push_back(State{stacks, accepting, context});
   states_.back().hash = h;
+  states_.back().bounded = std::any_of(stacks.begin(), stacks.end(), [&](int32_t x) {
+    return node_bounded_[static_cast<size_t>(x)] != 0;
+  });
   trans_.resize(trans_.size() + 256, kUnknown);
   return id;
 }
@@ -476,6 +481,17 @@ int32_t Automaton::new_canonical(int32_t state) {
   states_[static_cast<size_t>(c)].canonical = c;  // stars only: nothing left to replace
   states_[static_cast<size_t>(state)].canonical = c;
   return c;
+}
+
+int32_t Automaton::loose(int32_t state, size_t len) {
+  if (!states_[static_cast<size_t>(state)].bounded) return state;
+  if (states_[static_cast<size_t>(state)].free == kUnknown) {
+    const auto [free, least] = unbound(state, 0);
+    states_[static_cast<size_t>(state)].free = free;
+    states_[static_cast<size_t>(state)].least = least;
+  }
+  const State& st = states_[static_cast<size_t>(state)];
+  return len <= static_cast<size_t>(st.least) ? st.free : state;
 }
 
 inline bool Automaton::live(int32_t state) const {
@@ -730,13 +746,15 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
   for (int c = 0; c < TokenVocab::kTextClasses && root_class < 0 && min_len == 0; ++c) {
     const auto cls = static_cast<uint8_t>(1 << c);
     excluded.clear();
-    const bool root_holds = holds_text(truncated, cls);
-    if (root_holds) whole_class = root_class = c;
-    for (size_t i = 0; i < n && excluded.size() <= kMaxExcluded;
-         i = static_cast<size_t>(trie[i].subtree_end)) {
-      if (!(trie[i].text_from & cls) || root_holds) continue;
-      const int32_t s = step_locked(truncated, trie[i].byte);
-      if (!live(s) || !holds_text(s, cls, text_position(cls, trie[i].byte))) excluded.push_back(i);
+    if (holds_text(truncated, cls)) {
+      whole_class = root_class = c;
+      break;
+    }
+    for (const TokenVocab::FirstNode& f : vocab_.first_level()) {
+      if (excluded.size() > kMaxExcluded) break;
+      if (!(f.text_from & cls)) continue;
+      const int32_t s = step_locked(truncated, f.byte);
+      if (!live(s) || !holds_text(s, cls, text_position(cls, f.byte))) excluded.push_back(f.node);
     }
     if (excluded.size() <= kMaxExcluded) root_class = c;
   }
@@ -808,7 +826,11 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
       i = allow_subtree(i);
       continue;
     }
-    walk_states_[t.depth] = s;
+    // Below here the strings are no longer than the subtree is deep: a count of a bounded
+    // repetition that they cannot exhaust walks them as the unbounded one, which loops.
+    walk_states_[t.depth] = ok && static_cast<size_t>(t.subtree_end) > i + 1
+                                ? loose(s, vocab_.subtree_depth(i) - t.depth)
+                                : s;
     const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;
     walk_context_[t.depth] = ctx;
     for (int32_t k = t.token_begin; k < t.token_end; ++k) {

@@ -79,6 +79,9 @@ class Automaton {
     // so far, and lived through (every string of the class read from that position).
     uint32_t text_known = 0, text_held = 0;
     int32_t canonical = -2;  // the state with the same mask (canonical()); -2: unknown
+    bool bounded = false;    // some stack inside a bounded repetition
+    int32_t free = -2;       // unbound(this, 0) (loose()); -2: unknown
+    int32_t least = 0;       // and its least allowance
     // Byte buckets (TokenVocab::ByteBuckets) found so far to step back to this state, and
     // found not to (some byte of the bucket steps elsewhere).
     TokenVocab::ByteBuckets loops{{0, 0}}, no_loops{{0, 0}};
@@ -134,6 +137,10 @@ class Automaton {
   // the unbounded one, and the least allowance replaced (INT32_MAX: none). Any string of at
   // most that many bytes leads both states to the same verdicts.
   std::pair<int32_t, int32_t> unbound(int32_t state, int32_t keep);
+  // A state that gives every string of at most `len` bytes the verdict `state` gives it,
+  // with every bounded repetition unbounded when none can be exhausted by then: a count
+  // steps to the next count, its unbounded twin back to itself (loops_on()).
+  int32_t loose(int32_t state, size_t len);
   bool live(int32_t state) const;
   int32_t truncate(int32_t state);
   const LocalMask& local_mask(int32_t truncated);
@@ -174,6 +181,7 @@ class Automaton {
 
   std::mutex mu_;
   std::vector<std::pair<int32_t, int32_t>> nodes_;  // (pos, parent)
+  std::vector<uint8_t> node_bounded_;  // per node: a bounded repetition's position on its chain
   IdSlots node_ids_;
   std::vector<uint32_t> visited_;  // per node: the expand() generation that saw it
   uint32_t generation_ = 0;

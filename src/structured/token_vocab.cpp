@@ -161,6 +161,7 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   }
   text_tokens_.assign(kTextClasses * mask_words(), 0);
   for (size_t i = 0; i < trie_.size(); i = static_cast<size_t>(trie_[i].subtree_end)) {
+    first_level_.push_back(FirstNode{i, trie_[i].byte, trie_[i].text_from});
     const size_t end = static_cast<size_t>(trie_[i].subtree_end);
     const size_t tokens_end =
         end < trie_.size() ? static_cast<size_t>(trie_[end].token_begin) : trie_tokens_.size();

@@ -67,6 +67,13 @@ class TokenVocab {
   std::span<const TokenId> stop_ids() const { return stop_ids_; }
   std::span<const TrieNode> trie() const { return trie_; }
   std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
+  // The depth-1 trie nodes, in trie order, copied together (a scan over them in the trie
+  // itself touches a cache line each).
+  struct FirstNode {
+    size_t node;
+    uint8_t byte, text_from;
+  };
+  std::span<const FirstNode> first_level() const { return first_level_; }
   // Classes of running text, each a bit; a class holds a byte string when it is the start
   // of a run of the class's characters in UTF-8 (it may stop inside a character).
   // kJsonText: printable ASCII but '"' and '\\' (what a JSON string holds raw);
@@ -124,6 +131,7 @@ class TokenVocab {
   std::vector<TokenId> stop_ids_;
   std::vector<TrieNode> trie_;
   std::vector<TokenId> trie_tokens_;
+  std::vector<FirstNode> first_level_;
   size_t max_token_bytes_ = 0;
   std::vector<uint32_t> text_tokens_;         // kTextClasses masks
   std::vector<uint16_t> subtree_depth_;       // per trie node
