@@ -272,19 +272,20 @@ int32_t Automaton::node(int32_t pos, int32_t parent) {
   auto same = [&](int32_t id) {
     return nodes_[static_cast<size_t>(id)] == std::pair<int32_t, int32_t>{pos, parent};
   };
-  int32_t* slot = &node_ids_.find(node_hash(pos, parent), same);
-  if (*slot >= 0) return *slot;
+  const uint64_t h = node_hash(pos, parent);
+  IdSlots::Slot* slot = &node_ids_.find(h, same);
+  if (slot->id >= 0) return slot->id;
   if (node_ids_.grow([&](int32_t id) {
         return node_hash(nodes_[static_cast<size_t>(id)].first,
                          nodes_[static_cast<size_t>(id)].second);
       })) {
-    slot = &node_ids_.find(node_hash(pos, parent), same);
+    slot = &node_ids_.find(h, same);
   }
-  *slot = static_cast<int32_t>(nodes_.size());
+  slot->id = static_cast<int32_t>(nodes_.size());
   nodes_.push_back({pos, parent});
   node_bounded_.push_back(bounds_[static_cast<size_t>(pos)].star_pos >= 0 ||
                           (parent >= 0 && node_bounded_[static_cast<size_t>(parent)]));
-  return *slot;
+  return slot->id;
 }
 
 void Automaton::expand(int32_t stack, std::vector<int32_t>& out, bool& accepting, bool& context) {
@@ -329,13 +330,13 @@ int32_t Automaton::intern(std::vector<int32_t>& stacks, bool accepting, bool con
     return st.hash == h && st.accepting == accepting && st.context == context &&
            st.stacks == stacks;
   };
-  int32_t* slot = &state_ids_.find(h, same);
-  if (*slot >= 0) return *slot;
+  IdSlots::Slot* slot = &state_ids_.find(h, same);
+  if (slot->id >= 0) return slot->id;
   if (state_ids_.grow([&](int32_t id) { return states_[static_cast<size_t>(id)].hash; })) {
     slot = &state_ids_.find(h, same);
   }
   const auto id = static_cast<int32_t>(states_.size());
-  *slot = id;
+  slot->id = id;
   states_.push_back(State{stacks, accepting, context});
   states_.back().hash = h;
   states_.back().bounded = std::any_of(stacks.begin(), stacks.end(), [&](int32_t x) {
@@ -444,6 +445,7 @@ int32_t Automaton::step_bytes(int32_t state, std::string_view bytes) {
 }
 
 std::pair<int32_t, int32_t> Automaton::unbound(int32_t state, int32_t keep) {
+  if (!states_[static_cast<size_t>(state)].bounded) return {state, INT32_MAX};
   std::vector<int32_t> stacks, chain;
   int32_t least = INT32_MAX;
   for (int32_t s : states_[static_cast<size_t>(state)].stacks) {

@@ -101,25 +101,38 @@ class Automaton {
   };
   // Open addressing over ids (-1: empty), for the two lookups every new transition makes
   // many of: a stack node by (position, parent) and a state by its stacks.
+  // A slot keeps the high half of its id's hash: a probe past another id mostly fails on it
+  // without reading that id's node or state (a cache miss each).
   struct IdSlots {
-    std::vector<int32_t> slots = std::vector<int32_t>(64, -1);
+    struct Slot {
+      int32_t id;
+      uint32_t tag;
+    };
+    std::vector<Slot> slots = std::vector<Slot>(64, Slot{-1, 0});
     size_t count = 0;
-    // The slot of the id with hash `h` for which `same(id)`, or the empty slot to fill.
+    // The slot of the id with hash `h` for which `same(id)`, or the empty slot to fill (its
+    // tag set).
     template <class Same>
-    int32_t& find(uint64_t h, Same same) {
+    Slot& find(uint64_t h, Same same) {
       const size_t mask = slots.size() - 1;
+      const auto tag = static_cast<uint32_t>(h >> 32);
       for (size_t i = static_cast<size_t>(h) & mask;; i = (i + 1) & mask) {
-        if (slots[i] < 0 || same(slots[i])) return slots[i];
+        Slot& slot = slots[i];
+        if (slot.id < 0) {
+          slot.tag = tag;
+          return slot;
+        }
+        if (slot.tag == tag && same(slot.id)) return slot;
       }
     }
     // Before filling an empty slot: doubles the table past half full, reinserting by `hash`.
     template <class Hash>
     bool grow(Hash hash) {
       if (++count * 2 <= slots.size()) return false;
-      std::vector<int32_t> old(slots.size() * 2, -1);
+      std::vector<Slot> old(slots.size() * 2, Slot{-1, 0});
       old.swap(slots);
-      for (int32_t id : old) {
-        if (id >= 0) find(hash(id), [](int32_t) { return false; }) = id;
+      for (const Slot& slot : old) {
+        if (slot.id >= 0) find(hash(slot.id), [](int32_t) { return false; }).id = slot.id;
       }
       return true;
     }
