@@ -62,7 +62,16 @@ const TextRuns& text_runs() {
 // The position in a run after `byte` read from a character boundary, for the classes in
 // `classes` that hold it (positions past ASCII are the same in every class).
 int text_position(uint8_t classes, uint8_t byte) {
-  return TokenVocab::text_step(static_cast<uint8_t>(classes & -classes), 0, byte);
+  // Once per trie node of a walk: a table, not a call into text_step.
+  static const std::array<int8_t, 256> kAfter = [] {
+    std::array<int8_t, 256> after{};
+    for (int b = 0; b < 256; ++b) {
+      after[static_cast<size_t>(b)] = static_cast<int8_t>(
+          b < 0x80 ? 0 : TokenVocab::text_step(TokenVocab::kJsonUtf8, 0, static_cast<uint8_t>(b)));
+    }
+    return after;
+  }();
+  return classes ? kAfter[byte] : -1;
 }
 
 // The buckets (TokenVocab::ByteBuckets: bytes 0-126 one each, 127-255 one) whose every byte
@@ -82,11 +91,16 @@ TokenVocab::ByteBuckets buckets_meeting(const ByteSet& set) {
 
 // The bits of State::text_known / text_held at position 0 of the classes in `classes`.
 uint32_t class_bits(uint8_t classes) {
-  uint32_t bits = 0;
-  for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
-    if ((classes >> c) & 1) bits |= uint32_t{1} << (c * TokenVocab::kTextPositions);
-  }
-  return bits;
+  static constexpr std::array<uint32_t, 1 << TokenVocab::kTextClasses> kBits = [] {
+    std::array<uint32_t, 1 << TokenVocab::kTextClasses> bits{};
+    for (size_t classes = 0; classes < bits.size(); ++classes) {
+      for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+        if ((classes >> c) & 1) bits[classes] |= uint32_t{1} << (c * TokenVocab::kTextPositions);
+      }
+    }
+    return bits;
+  }();
+  return kBits[classes & (kBits.size() - 1)];
 }
 
 // Per rule: whether it derives the empty string.
