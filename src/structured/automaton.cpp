@@ -562,14 +562,26 @@ bool Automaton::holds_class(int32_t state, int cls, int at) {
   text_pairs_.clear();
   text_stack_.clear();
   text_frames_.clear();
+  // Opens pair (a, s); false when some byte of the class from `a` steps no stack of `s` (a
+  // dead step, found without making any): a state outside the class mostly fails on one,
+  // and following the first byte that lives instead (a space into a run of whitespace
+  // counts) makes up to kMaxPairs states first.
   auto open = [&](int a, int32_t s) {
     const int id = static_cast<int>(text_pairs_.size());
     text_pairs_.push_back(TextPair{a, s, id, true});
     text_stack_.push_back(id);
     text_frames_.push_back(TextFrame{id, 0, runs[cls][a][0]});
+    ByteSet stepped;  // the bytes some stack's top takes
+    for (int32_t x : states_[static_cast<size_t>(s)].stacks) {
+      stepped |= byte_sets_[static_cast<size_t>(
+          elems_[static_cast<size_t>(nodes_[static_cast<size_t>(x)].first)].arg)];
+    }
+    for (int next = 0; next < TokenVocab::kTextPositions; ++next) {
+      if ((runs[cls][a][next] & ~stepped).any()) return false;
+    }
+    return true;
   };
-  open(at, state);
-  bool failed = false, capped = false;
+  bool failed = !open(at, state), capped = false;
   while (!text_frames_.empty()) {
     TextFrame& f = text_frames_.back();
     const int u = f.pair;
@@ -613,8 +625,9 @@ bool Automaton::holds_class(int32_t state, int cls, int at) {
     } else if (text_pairs_.size() == kMaxPairs) {
       failed = capped = true;
       break;
-    } else {
-      open(next_at, t);
+    } else if (!open(next_at, t)) {
+      failed = true;
+      break;
     }
   }
   if (!failed) return true;
