@@ -758,9 +758,11 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
   // Every token of a subtree is allowed: its strings all live.
   auto allow_subtree = [&](size_t node) {
     const size_t end = static_cast<size_t>(trie[node].subtree_end);
-    for (size_t k = static_cast<size_t>(trie[node].token_begin); k < subtree_tokens_end(end); ++k) {
+    uint32_t* allowed = lm.allowed.data();  // hoisted: the stores may alias the vectors' ends
+    for (size_t k = static_cast<size_t>(trie[node].token_begin), k_end = subtree_tokens_end(end);
+         k < k_end; ++k) {
       const auto id = static_cast<uint32_t>(tokens[k]);
-      lm.allowed[id >> 5] |= uint32_t{1} << (id & 31);
+      allowed[id >> 5] |= uint32_t{1} << (id & 31);
     }
     return end;
   };
