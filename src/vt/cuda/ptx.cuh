@@ -166,6 +166,8 @@ __device__ __forceinline__ void cluster_wait() {
 // A shared-memory matrix descriptor without swizzle: core matrices of 8 rows x 16 bytes,
 // each 128 contiguous bytes; lbo / sbo the byte distances between core matrices along K /
 // along M or N for a K-major operand, and along K / along N for an N-major one.
+// The start address is the low 14 bits in 16-byte units: adding n to a descriptor moves
+// it by 16 n bytes while it stays inside shared memory.
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
   return uint64_t((smem_addr & 0x3ffff) >> 4) | uint64_t((lbo & 0x3ffff) >> 4) << 16 |
          uint64_t((sbo & 0x3ffff) >> 4) << 32;
@@ -188,8 +190,10 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-// A compiler barrier on one accumulator register.
+// A compiler barrier on one accumulator or A-fragment register (a register wgmma reads
+// asynchronously stays untouched until the fence after its wait).
 __device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+__device__ __forceinline__ void fence_operand(uint32_t& x) { asm volatile("" : "+r"(x)::"memory"); }
 
 // d (+)= A . B, m64n64k16: A [64 x 16] and B [64 (N) x 16] both K-major in shared memory;
 // scale_d = 0 overwrites d. T is chosen by the tag argument.
