@@ -3,6 +3,7 @@
 #include "structured/tool_grammar.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,15 +55,24 @@ std::string text_without(SchemaRuleSet& rules, const std::vector<std::string>& w
     names.push_back(
         rules.add(str_cat(hint, "-", i), str_cat("\"placeholder-", hint, "-", i, "\"")));
   }
-  std::vector<std::pair<uint32_t, uint32_t>> others;
-  for (char c : alphabet) others.emplace_back(static_cast<unsigned char>(c), c);
-  std::string bodies;
   for (size_t i = 0; i < states.size(); ++i) {
-    std::vector<std::string> alts = {"\"\"", gbnf::char_class(others, true) + " " + names[0]};
+    // One alternative per next state, its bytes a class: the bytes back to the start share the
+    // negated class, so a state of the matcher holds a few stacks, not one per letter of the
+    // words.
+    std::vector<std::pair<uint32_t, uint32_t>> not_home;  // bytes not back to state 0 ("")
+    std::map<int, std::vector<std::pair<uint32_t, uint32_t>>> ahead;  // next state: its bytes
     for (char c : alphabet) {
-      std::string next = states[i] + c;
-      if (contains_word(next)) continue;
-      alts.push_back(gbnf::literal(std::string(1, c)) + " " + names[state_of(next)]);
+      const std::string next = states[i] + c;
+      const int to = contains_word(next) ? -1 : state_of(next);
+      if (to == 0) continue;
+      not_home.emplace_back(static_cast<unsigned char>(c), static_cast<unsigned char>(c));
+      if (to > 0) {
+        ahead[to].emplace_back(static_cast<unsigned char>(c), static_cast<unsigned char>(c));
+      }
+    }
+    std::vector<std::string> alts = {"\"\"", gbnf::char_class(not_home, true) + " " + names[0]};
+    for (const auto& [to, bytes] : ahead) {
+      alts.push_back(gbnf::char_class(bytes, false) + " " + names[static_cast<size_t>(to)]);
     }
     std::string body;
     for (size_t k = 0; k < alts.size(); ++k) body += (k ? " | " : "") + alts[k];
