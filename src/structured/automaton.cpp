@@ -850,18 +850,19 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
     // from the position after the byte (text_from), or from a character boundary below a
     // byte outside the classes (text_below).
     // Or the byte leads back to the parent, and so may every byte below it.
-    if (ok && static_cast<size_t>(t.subtree_end) > i + 1 &&
-        ((t.text_from && holds_text(s, t.text_from, text_position(t.text_from, t.byte))) ||
-         (t.text_below && holds_text(s, t.text_below)) ||
-         (s == parent && loops_on(parent, t.byte, vocab_.subtree_bytes(i))))) {
+    const bool inner = ok && static_cast<size_t>(t.subtree_end) > i + 1;
+    // Below here the strings are no longer than the subtree is deep: a count of a bounded
+    // repetition that they cannot exhaust walks them as the unbounded one, which loops, and
+    // may loop on every byte below (an email label's first letter: the rest of the word).
+    const int32_t below = inner ? loose(s, vocab_.subtree_depth(i) - t.depth) : s;
+    if (inner && ((t.text_from && holds_text(s, t.text_from, text_position(t.text_from, t.byte))) ||
+                  (t.text_below && holds_text(s, t.text_below)) ||
+                  (s == parent && loops_on(parent, t.byte, vocab_.subtree_bytes(i))) ||
+                  (below != s && loops_on(below, trie[i + 1].byte, vocab_.subtree_bytes(i))))) {
       i = allow_subtree(i);
       continue;
     }
-    // Below here the strings are no longer than the subtree is deep: a count of a bounded
-    // repetition that they cannot exhaust walks them as the unbounded one, which loops.
-    walk_states_[t.depth] = ok && static_cast<size_t>(t.subtree_end) > i + 1
-                                ? loose(s, vocab_.subtree_depth(i) - t.depth)
-                                : s;
+    walk_states_[t.depth] = below;
     const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;
     walk_context_[t.depth] = ctx;
     for (int32_t k = t.token_begin; k < t.token_end; ++k) {
