@@ -670,10 +670,22 @@ bool Automaton::budget_from(int at, int32_t state, int cls, size_t chars, int& l
   const TextRuns& runs = text_runs();
   const int begun = at == 0;  // a byte read between characters begins one
   int l = INT32_MAX, h = 0;
+  // lo < hi anywhere makes the root's lo < hi too (both add up along the path): give up as
+  // soon as it shows, first from the bytes that step no stack (dead, found without a step),
+  // before following one that lives (a whitespace count would make its run of states).
+  ByteSet stepped;
+  for (int32_t x : states_[static_cast<size_t>(state)].stacks) {
+    stepped |= byte_sets_[static_cast<size_t>(
+        elems_[static_cast<size_t>(nodes_[static_cast<size_t>(x)].first)].arg)];
+  }
   for (int next = 0; next < TokenVocab::kTextPositions; ++next) {
-    for (ByteSet left = runs[cls][at][next]; left.any();) {
+    if ((runs[cls][at][next] & ~stepped).any()) l = begun - 1;
+  }
+  for (int next = 0; next < TokenVocab::kTextPositions; ++next) {
+    for (ByteSet left = runs[cls][at][next] & stepped; left.any();) {
       const auto b = static_cast<uint8_t>(left._Find_first());
       left &= ~same_step(state, b);
+      if (l < begun) return false;  // this successor's hi is at least `begun`
       const int32_t t = step_locked(state, b);
       if (t == kDead) {
         l = std::min(l, begun - 1);
@@ -687,6 +699,7 @@ bool Automaton::budget_from(int at, int32_t state, int cls, size_t chars, int& l
       if (!budget_from(next, t, cls, chars + begun, tl, th)) return false;
       l = std::min(l, begun + tl);
       h = std::max(h, begun + th);
+      if (l < h) return false;
     }
   }
   budget_pairs_[me] = BudgetPair{at, state, l, h, true};
