@@ -15,10 +15,10 @@
 // tensor cores while the next tile's softmax runs; O is rescaled after P V completes.
 // Shared memory, every tile in core matrices of 8 rows x 8 elements (128 contiguous
 // bytes, no swizzle): element (r, c) of a [rows][Dp] tile at byte
-// ((r / 8) (Dp / 8) + c / 8) 128 + (r % 8) 16 + (c % 8) 2, so copy piece i of a tile (8
-// threads per 8 rows of one 16-byte column) lands at byte 16 i. Q [128][Dp], K and V
-// [3 stages][64][Dp]: key tile t + 2 is copied (cp.async, zeros past the segment and past
-// head_dim) while tile t's P V and tile t + 1's S run; one barrier per key tile.
+// ((r / 8) (Dp / 8) + c / 8) 128 + (r % 8) 16 + (c % 8) 2. Q [128][Dp], K and V
+// [4 stages][64][Dp]: key tile t + 3 is copied (cp.async, zeros past the segment and past
+// head_dim) while tile t's P V and tile t + 1's S run; one barrier per key tile. Two CTAs
+// fit on an SM (200 KB of shared memory at Dp 80, at most 128 registers a thread).
 #include "vt/cuda/encoder/segment_attention.cuh"
 
 namespace vt::cuda::segattn {
@@ -28,7 +28,7 @@ namespace {
 constexpr int kWgThreads = 256;      // two warpgroups
 constexpr int kWgRows = kWgmmaRows;  // query rows per CTA
 constexpr int kWgKeys = 64;          // keys per tile
-constexpr int kWgStages = 3;         // K and V tiles in shared memory at once
+constexpr int kWgStages = 4;         // K and V tiles in shared memory at once
 
 template <int Dp>
 constexpr int wg_smem_bytes() {
@@ -168,13 +168,16 @@ __global__ void __launch_bounds__(kWgThreads, 2) segment_attention_wgmma_kernel(
       for (int j = 0; j < 4; ++j) a[kk][j] = pack2(s[8 * kk + 2 * j], s[8 * kk + 2 * j + 1], T());
   };
 
-  // Prologue: Q and key tile 0 (one group), tile 1 (another, maybe empty); P of tile 0.
+  // Prologue: Q and key tile 0 (one group), tiles 1 and 2 (one each, maybe empty); P of
+  // tile 0.
   load_core_tile<Dp, kWgRows>(ptx::smem_addr(q_tile), q, p.q_t, tile.q0, tile.nq, p.head_dim);
   load_kv(0);
   ptx::cp_async_commit();
-  if (n_tiles > 1) load_kv(1);
-  ptx::cp_async_commit();
-  ptx::cp_async_wait<1>();
+  for (int t = 1; t < kWgStages - 1; ++t) {
+    if (t < n_tiles) load_kv(t);
+    ptx::cp_async_commit();
+  }
+  ptx::cp_async_wait<kWgStages - 2>();
   ptx::fence_proxy_async_shared();
   __syncthreads();
   float s[32];
@@ -212,10 +215,11 @@ __global__ void __launch_bounds__(kWgThreads, 2) segment_attention_wgmma_kernel(
   // has no branch around a wgmma or its wait (ptxas would serialize the wgmmas), so the
   // last tile's P V follows it.
   for (int it = 0; it + 1 < n_tiles; ++it) {
-    ptx::cp_async_wait<0>();
+    ptx::cp_async_wait<kWgStages - 3>();
     ptx::fence_proxy_async_shared();
     __syncthreads();  // tile it + 1 visible to every warpgroup; tile it - 1's stage free
-    if (it + 2 < n_tiles) load_kv(it + 2);
+    // (tile it + 2 may still be in flight)
+    if (it + kWgStages - 1 < n_tiles) load_kv(it + kWgStages - 1);
     ptx::cp_async_commit();
     issue_s(s, it + 1);
     issue_pv(it);
