@@ -829,10 +829,16 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
       }
     }
   }
+  // Inside a big first subtree whose state lives through a class (sub_class, up to node
+  // sub_end): its class tokens are in the mask, its subtrees of class tokens only decided.
+  int sub_class = -1;
+  size_t sub_end = 0;
+  const std::span<const TokenVocab::FirstNode> first = vocab_.first_level();
   for (size_t i = 0; i < n;) {
     const TokenVocab::TrieNode& t = trie[i];
     if (vocab_.subtree_depth(i) <= min_len ||
-        (whole_class >= 0 && ((vocab_.class_subtree(i) >> whole_class) & 1))) {  // decided
+        (whole_class >= 0 && ((vocab_.class_subtree(i) >> whole_class) & 1)) ||
+        (i < sub_end && ((vocab_.class_subtree(i) >> sub_class) & 1))) {  // decided
       i = static_cast<size_t>(t.subtree_end);
       continue;
     }
@@ -874,6 +880,20 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
                   (below != s && loops_on(below, trie[i + 1].byte, vocab_.subtree_bytes(i))))) {
       i = allow_subtree(i);
       continue;
+    }
+    if (inner && t.depth == 1 && whole_class < 0) {
+      const auto f = std::lower_bound(
+          first.begin(), first.end(), i,
+          [](const TokenVocab::FirstNode& a, size_t node) { return a.node < node; });
+      for (int c = 0; c < TokenVocab::kTextClasses && f->big >= 0 && sub_end <= i; ++c) {
+        const auto cls = static_cast<uint8_t>(1 << c);
+        const int at = TokenVocab::text_step(cls, 0, t.byte);
+        if (at < 0 || !holds_text(s, cls, at)) continue;
+        const std::span<const uint32_t> taken = vocab_.first_class_tokens(f->big, c);
+        for (size_t w = 0; w < taken.size(); ++w) lm.allowed[w] |= taken[w];
+        sub_class = c;
+        sub_end = static_cast<size_t>(t.subtree_end);
+      }
     }
     walk_states_[t.depth] = below;
     const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;

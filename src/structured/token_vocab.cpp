@@ -161,10 +161,25 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   }
   text_tokens_.assign(kTextClasses * mask_words(), 0);
   for (size_t i = 0; i < trie_.size(); i = static_cast<size_t>(trie_[i].subtree_end)) {
-    first_level_.push_back(FirstNode{i, trie_[i].byte, trie_[i].text_from});
     const size_t end = static_cast<size_t>(trie_[i].subtree_end);
     const size_t tokens_end =
         end < trie_.size() ? static_cast<size_t>(trie_[end].token_begin) : trie_tokens_.size();
+    int32_t big = -1;
+    if (tokens_end - static_cast<size_t>(trie_[i].token_begin) >= kBigFirst) {
+      big = static_cast<int32_t>(first_class_tokens_.size() / (kTextClasses * mask_words()));
+      first_class_tokens_.resize(first_class_tokens_.size() + kTextClasses * mask_words(), 0);
+      for (int c = 0; c < kTextClasses; ++c) {
+        const std::span<const uint32_t> in_class = class_tokens(c);
+        uint32_t* mask =
+            first_class_tokens_.data() +
+            (static_cast<size_t>(big) * kTextClasses + static_cast<size_t>(c)) * mask_words();
+        for (size_t k = static_cast<size_t>(trie_[i].token_begin); k < tokens_end; ++k) {
+          const auto id = static_cast<uint32_t>(trie_tokens_[k]);
+          mask[id >> 5] |= in_class[id >> 5] & (uint32_t{1} << (id & 31));
+        }
+      }
+    }
+    first_level_.push_back(FirstNode{i, trie_[i].byte, trie_[i].text_from, big});
     for (int c = 0; c < kTextClasses; ++c) {
       if (!((trie_[i].text_from >> c) & 1)) continue;
       uint32_t* mask = text_tokens_.data() + static_cast<size_t>(c) * mask_words();

@@ -72,8 +72,19 @@ class TokenVocab {
   struct FirstNode {
     size_t node;
     uint8_t byte, text_from;
+    int32_t big;  // index of its first_class_tokens(), or -1
   };
   std::span<const FirstNode> first_level() const { return first_level_; }
+  // A depth-1 node with at least kBigFirst tokens below it (a space begins a third of the
+  // vocabulary) has, per class (bit index), the mask of its tokens that are class strings:
+  // a walk whose state after the node's byte lives through the class takes them at once.
+  static constexpr size_t kBigFirst = 4096;
+  std::span<const uint32_t> first_class_tokens(int32_t big, int cls) const {
+    return std::span(first_class_tokens_)
+        .subspan(
+            (static_cast<size_t>(big) * kTextClasses + static_cast<size_t>(cls)) * mask_words(),
+            mask_words());
+  }
   // Classes of running text, each a bit; a class holds a byte string when it is the start
   // of a run of the class's characters in UTF-8 (it may stop inside a character).
   // kJsonText: printable ASCII but '"' and '\\' (what a JSON string holds raw);
@@ -132,6 +143,7 @@ class TokenVocab {
   std::vector<TrieNode> trie_;
   std::vector<TokenId> trie_tokens_;
   std::vector<FirstNode> first_level_;
+  std::vector<uint32_t> first_class_tokens_;  // per big first node: kTextClasses masks
   size_t max_token_bytes_ = 0;
   std::vector<uint32_t> text_tokens_;         // kTextClasses masks
   std::vector<uint16_t> subtree_depth_;       // per trie node

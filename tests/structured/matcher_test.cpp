@@ -577,5 +577,39 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabInRestrictedClasses) {
   EXPECT_TRUE(m.can_terminate());
 }
 
+// An XML tool call under the real vocabulary, its value holding the stop words' prefixes
+// ("</", "</parameter" inside the text): the states after them take the big first subtrees
+// (a space's) by their class masks (TokenVocab::first_class_tokens).
+TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabAlongXmlToolCall) {
+  const std::string path = qwen3_tokenizer_json();
+  if (!std::filesystem::exists(path)) {
+    GTEST_SKIP() << path << " missing (scripts/npm_deps.sh, or set VTLLM_QWEN3_TOKENIZER_JSON)";
+  }
+  const text::Tokenizer tok = text::Tokenizer::from_file(path);
+  const TokenId im_end = *tok.token_to_id("<|im_end|>");
+  const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end});
+  const ToolSpec spec{"write", nlohmann::ordered_json::parse(
+                                   R"({"type": "object", "properties": {"body": {"type": "string"}},
+                                   "required": ["body"]})")};
+  auto g = CompiledGrammar::compile(
+      parse_gbnf(tool_call_gbnf(std::span(&spec, 1), ToolGrammarOptions{})), vocab);
+  const std::string doc =
+      "<tool_call>\n<function=write>\n<parameter=body>\na </b> and </parameter x\n"
+      "</parameter>\n</function>\n</tool_call>";
+  const std::vector<text::TokenId> ids = tok.encode(doc, false);
+  Matcher m(g);
+  std::vector<uint32_t> mask(vocab.mask_words());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    m.fill_next_token_bitmask(mask);
+    const std::vector<bool> want = naive_mask(m, vocab);
+    for (size_t id = 0; id < vocab.size(); ++id) {
+      ASSERT_EQ(bit(mask, id), want[id])
+          << "token " << id << " '" << vocab.bytes(static_cast<TokenId>(id)) << "' at step " << i;
+    }
+    ASSERT_TRUE(m.accept_token(ids[i])) << "step " << i << " '" << vocab.bytes(ids[i]) << "'";
+  }
+  EXPECT_TRUE(m.can_terminate());
+}
+
 }  // namespace
 }  // namespace vtllm::structured
