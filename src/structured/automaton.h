@@ -108,7 +108,8 @@ class Automaton {
       int32_t id;
       uint32_t tag;
     };
-    std::vector<Slot> slots = std::vector<Slot>(64, Slot{-1, 0});
+    explicit IdSlots(size_t size) : slots(size, Slot{-1, 0}) {}  // size: a power of two
+    std::vector<Slot> slots;
     size_t count = 0;
     // The slot of the id with hash `h` for which `same(id)`, or the empty slot to fill (its
     // tag set).
@@ -195,11 +196,13 @@ class Automaton {
   std::mutex mu_;
   std::vector<std::pair<int32_t, int32_t>> nodes_;  // (pos, parent)
   std::vector<uint8_t> node_bounded_;  // per node: a bounded repetition's position on its chain
-  IdSlots node_ids_;
+  // Sized for a first document's nodes and states: a doubling rehashes every id (reading
+  // its node or state), inside the mask call that made the one too many.
+  IdSlots node_ids_{size_t{1} << 14};
   std::vector<uint32_t> visited_;  // per node: the expand() generation that saw it
   uint32_t generation_ = 0;
   std::vector<State> states_;
-  IdSlots state_ids_;
+  IdSlots state_ids_{size_t{1} << 12};
   std::vector<int32_t> trans_;  // states_ x 256; -2 = not computed yet
   std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
   std::unordered_map<int32_t, LocalMask> local_masks_;  // by truncated state
