@@ -904,8 +904,7 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
     walk_states_[t.depth] = below;
     const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;
     walk_context_[t.depth] = ctx;
-    for (int32_t k = t.token_begin; k < t.token_end; ++k) {
-      const TokenId id = tokens[static_cast<size_t>(k)];
+    for (const TokenId id : vocab_.node_tokens(i)) {
       if (ok) {
         lm.allowed[static_cast<uint32_t>(id) >> 5] |= uint32_t{1}
                                                       << (static_cast<uint32_t>(id) & 31);

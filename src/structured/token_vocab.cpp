@@ -66,14 +66,12 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       path.push_back(static_cast<int32_t>(trie_.size()));
       const auto t = static_cast<int32_t>(trie_tokens_.size());
       trie_.push_back(
-          TrieNode{static_cast<uint8_t>(s[d]), 0, 0, static_cast<uint16_t>(d + 1), -1, t, t});
+          TrieNode{static_cast<uint8_t>(s[d]), 0, 0, static_cast<uint16_t>(d + 1), -1, t, 0, 0});
     }
     max_token_bytes_ = std::max(max_token_bytes_, s.size());
-    TrieNode& last = trie_[static_cast<size_t>(path.back())];
-    if (last.token_begin == last.token_end)
-      last.token_begin = static_cast<int32_t>(trie_tokens_.size());
+    // The path's last node is the newest (or a duplicate's, also the newest): its tokens end
+    // the list so far.
     trie_tokens_.push_back(id);
-    last.token_end = static_cast<int32_t>(trie_tokens_.size());
     prev = s;
   }
   for (int32_t n : path)
@@ -83,7 +81,6 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   std::vector<uint8_t> from(trie_.size()), below_at(trie_.size());
   class_tokens_.assign(kTextClasses * mask_words(), 0);
   class_tokens_up_to_.assign(kTextClasses * kShortMasks * mask_words(), 0);
-  class_subtree_.assign(trie_.size(), 0);
   std::vector<int> run(max_token_bytes_ + 1);       // per depth: the position in a run, or -1
   std::vector<size_t> chars(max_token_bytes_ + 1);  // per depth: characters begun
   for (int c = 0; c < kTextClasses; ++c) {
@@ -114,9 +111,9 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       run[d] = at;
       if (at < 0) continue;
       chars[d] = chars[d - 1] + (run[d - 1] == 0);
-      if ((below_at[i] >> at) & 1) class_subtree_[i] |= cls;
-      for (int32_t k = trie_[i].token_begin; k < trie_[i].token_end; ++k) {
-        const auto id = static_cast<uint32_t>(trie_tokens_[static_cast<size_t>(k)]);
+      if ((below_at[i] >> at) & 1) trie_[i].class_subtree |= cls;
+      for (TokenId token : node_tokens(i)) {
+        const auto id = static_cast<uint32_t>(token);
         mask[id >> 5] |= uint32_t{1} << (id & 31);
         if (chars[d] < kShortMasks) {  // up to `chars[d]` only; the longer counts below
           class_tokens_up_to_[(static_cast<size_t>(c) * kShortMasks + chars[d]) * mask_words() +
@@ -129,7 +126,6 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
     for (size_t w = mask_words(); w < kShortMasks * mask_words(); ++w)
       up_to[w] |= up_to[w - mask_words()];
   }
-  subtree_depth_.resize(trie_.size());
   subtree_bytes_.resize(trie_.size());
   for (size_t i = trie_.size(); i-- > 0;) {
     uint16_t deepest = trie_[i].depth;
@@ -138,11 +134,11 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
     bytes.bits[bucket >> 6] |= uint64_t{1} << (bucket & 63);
     const auto end = static_cast<size_t>(trie_[i].subtree_end);
     for (size_t j = i + 1; j < end; j = static_cast<size_t>(trie_[j].subtree_end)) {
-      deepest = std::max(deepest, subtree_depth_[j]);
+      deepest = std::max(deepest, trie_[j].subtree_depth);
       bytes.bits[0] |= subtree_bytes_[j].bits[0];
       bytes.bits[1] |= subtree_bytes_[j].bits[1];
     }
-    subtree_depth_[i] = deepest;
+    trie_[i].subtree_depth = deepest;
     subtree_bytes_[i] = bytes;
   }
   by_length_ = trie_tokens_;

@@ -27,8 +27,8 @@ class TokenVocab {
   // One trie node: the byte on the edge into it, the text classes (text_step) that hold
   // it followed by any path below it (text_from) and that hold every path below it
   // (text_below), both read from a character boundary, its depth (1 = first byte), the
-  // end of its subtree (index one past its last descendant), and the tokens whose bytes
-  // end here: trie_tokens()[token_begin, token_end).
+  // end of its subtree (index one past its last descendant), and where its tokens start in
+  // trie_tokens(): those whose bytes end here (node_tokens()), then its subtree's.
   struct TrieNode {
     uint8_t byte;
     // A mask walk in a state that lives through every string of one of these classes
@@ -37,7 +37,10 @@ class TokenVocab {
     uint8_t text_below : 4;
     uint16_t depth;
     int32_t subtree_end;
-    int32_t token_begin, token_end;
+    int32_t token_begin;
+    // Read at every node of a walk, so kept with it: subtree_depth(), class_subtree().
+    uint16_t subtree_depth;
+    uint8_t class_subtree;
   };
 
   // `token_bytes[i]` is token i's bytes ("" = never allowed); `stop_ids` are
@@ -67,6 +70,14 @@ class TokenVocab {
   std::span<const TokenId> stop_ids() const { return stop_ids_; }
   std::span<const TrieNode> trie() const { return trie_; }
   std::span<const TokenId> trie_tokens() const { return trie_tokens_; }
+  // The tokens whose bytes end at trie node `node`: up to the next node's first.
+  std::span<const TokenId> node_tokens(size_t node) const {
+    const size_t end = node + 1 < trie_.size() ? static_cast<size_t>(trie_[node + 1].token_begin)
+                                               : trie_tokens_.size();
+    return std::span(trie_tokens_)
+        .subspan(static_cast<size_t>(trie_[node].token_begin),
+                 end - static_cast<size_t>(trie_[node].token_begin));
+  }
   // The depth-1 trie nodes, in trie order, copied together (a scan over them in the trie
   // itself touches a cache line each).
   struct FirstNode {
@@ -110,7 +121,7 @@ class TokenVocab {
   std::span<const uint32_t> class_tokens(int cls) const {
     return std::span(class_tokens_).subspan(static_cast<size_t>(cls) * mask_words(), mask_words());
   }
-  uint8_t class_subtree(size_t node) const { return class_subtree_[node]; }
+  uint8_t class_subtree(size_t node) const { return trie_[node].class_subtree; }
   // The class_tokens() of at most `chars` characters (< kShortMasks; one cut short counts):
   // what a state that lives through exactly the class's strings that short allows of them.
   std::span<const uint32_t> class_tokens_up_to(int cls, size_t chars) const {
@@ -125,7 +136,7 @@ class TokenVocab {
   // a state that every one of them leads back to takes the whole subtree.
   const ByteBuckets& subtree_bytes(size_t node) const { return subtree_bytes_[node]; }
   // The depth of the deepest node in trie node `node`'s subtree (the longest token there).
-  size_t subtree_depth(size_t node) const { return subtree_depth_[node]; }
+  size_t subtree_depth(size_t node) const { return trie_[node].subtree_depth; }
   // The matchable tokens longer than `len` bytes (longest first).
   std::span<const TokenId> tokens_longer_than(size_t len) const {
     return std::span(by_length_).first(len < longer_.size() ? longer_[len] : 0);
@@ -146,10 +157,8 @@ class TokenVocab {
   std::vector<uint32_t> first_class_tokens_;  // per big first node: kTextClasses masks
   size_t max_token_bytes_ = 0;
   std::vector<uint32_t> text_tokens_;         // kTextClasses masks
-  std::vector<uint16_t> subtree_depth_;       // per trie node
   std::vector<ByteBuckets> subtree_bytes_;    // per trie node
   std::vector<uint32_t> class_tokens_;        // kTextClasses masks
-  std::vector<uint8_t> class_subtree_;        // per trie node: class bits
   std::vector<uint32_t> class_tokens_up_to_;  // kTextClasses x kShortMasks masks
   std::vector<TokenId> by_length_;            // trie tokens, longest first
   std::vector<size_t> longer_;                // per length: how many of by_length_ are longer

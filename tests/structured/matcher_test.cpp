@@ -337,8 +337,7 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
     path += static_cast<char>(n.byte);
     spelled[i] = path;
     ASSERT_GT(n.subtree_end, static_cast<int32_t>(i));
-    for (int32_t k = n.token_begin; k < n.token_end; ++k) {
-      const TokenId id = vocab.trie_tokens()[static_cast<size_t>(k)];
+    for (const TokenId id : vocab.node_tokens(i)) {
       EXPECT_EQ(bytes[static_cast<size_t>(id)], path);
       ++seen[static_cast<size_t>(id)];
     }
@@ -402,7 +401,7 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
     uint8_t whole = kAll;
     size_t deepest = 0;
     for (size_t j = i; j < static_cast<size_t>(n.subtree_end); ++j) {
-      if (vocab.trie()[j].token_begin < vocab.trie()[j].token_end) whole &= classes_of(spelled[j]);
+      if (!vocab.node_tokens(j).empty()) whole &= classes_of(spelled[j]);
       deepest = std::max(deepest, spelled[j].size());
     }
     EXPECT_EQ(vocab.class_subtree(i), whole) << i << " '" << spelled[i] << "'";
