@@ -192,11 +192,11 @@ TEST(CudaSegmentAttention, MmaSyncKernelMatchesDoubleReferenceWhereWgmmaApplies)
 
 TEST(CudaSegmentAttention, WgmmaKernelMatchesDoubleReference) {
   VT_REQUIRE_GPU();
-  // Query tiles of 128 rows: segments shorter than one (1, 7, 100), one exactly (128),
-  // one and one row (129), several with a partial key tile (1000), both dtypes.
+  // Query tiles of 256 rows: segments shorter than one (1, 7, 100, 129), one exactly
+  // (256), one and one row (257), several with a partial key tile (1000), both dtypes.
   for (int64_t d : {64, 72, 80}) {
     SCOPED_TRACE(d);
-    run_case({DType::kBF16, 5, d, {128, 1, 100, 129, 7, 1000, 256}, 1, uint64_t(d) + 40},
+    run_case({DType::kBF16, 5, d, {128, 1, 100, 257, 129, 7, 1000, 256}, 1, uint64_t(d) + 40},
              "wgmma bf16 d" + std::to_string(d));
     run_case({DType::kF16, 2, d, {129, 1, 1000, 64}, 1, uint64_t(d) + 80},
              "wgmma f16 d" + std::to_string(d));

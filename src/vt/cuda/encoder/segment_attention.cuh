@@ -92,7 +92,7 @@ void launch_cuda_cores(const Params& p, int num_tiles, int heads, cudaStream_t s
 // f16, head_dim for which wgmma_supports is true, p.vec_in; tiles of at most kWgmmaRows
 // rows. The mma.sync kernel's numerics (P rounded to T, f32 accumulation) up to the
 // exponent's rounding.
-inline constexpr int kWgmmaRows = 128;
+inline constexpr int kWgmmaRows = 256;
 bool wgmma_supports(int head_dim);
 void launch_wgmma(const Params& p, bool bf16, int num_tiles, int heads, cudaStream_t stream);
 

@@ -3,9 +3,9 @@
 // warpgroup MMAs, for bf16 or f16 q, k, v with head_dim in {64, 72, 80} and rows that
 // cp.async can copy in 16-byte pieces.
 //
-// Work: a CTA of two warpgroups takes one tile (128 query rows of one segment) for one
-// head; warpgroup g owns rows [64 g, 64 g + 64), warp w of it rows 16 w .. 16 w + 15 of
-// those. Per key tile of 64 keys: S = Q K^T (wgmma m64n64k16, Q and K from shared memory,
+// Work: a CTA of four warpgroups takes one tile (kWgmmaRows = 256 query rows of one
+// segment) for one head; warpgroup g owns rows [64 g, 64 g + 64), warp w of it rows
+// 16 w .. 16 w + 15 of those (each K/V tile copied to shared memory feeds 256 rows). Per key tile of 64 keys: S = Q K^T (wgmma m64n64k16, Q and K from shared memory,
 // Dp / 16 steps, Dp = head_dim rounded up to 16), the online softmax of
 // segment_attention.cuh on S in registers (base 2, masked past the segment's end), P
 // rounded to T as the A operand from registers, O += P V (wgmma m64nDnk16, Dn = head_dim
@@ -15,20 +15,22 @@
 // tensor cores while the next tile's softmax runs; O is rescaled after P V completes.
 // Shared memory, every tile in core matrices of 8 rows x 8 elements (128 contiguous
 // bytes, no swizzle): element (r, c) of a [rows][Dp] tile at byte
-// ((r / 8) (Dp / 8) + c / 8) 128 + (r % 8) 16 + (c % 8) 2. Q [128][Dp], K and V
+// ((r / 8) (Dp / 8) + c / 8) 128 + (r % 8) 16 + (c % 8) 2. Q [256][Dp], K and V
 // [4 stages][64][Dp]: key tile t + 3 is copied (cp.async, zeros past the segment and past
-// head_dim) while tile t's P V and tile t + 1's S run; one barrier per key tile. Two CTAs
-// fit on an SM (200 KB of shared memory at Dp 80, at most 128 registers a thread).
+// head_dim) while tile t's P V and tile t + 1's S run; one barrier per key tile. One CTA
+// of 512 threads an SM (120 KB of shared memory at Dp 80, at most 128 registers a thread).
 #include "vt/cuda/encoder/segment_attention.cuh"
 
 namespace vt::cuda::segattn {
 
 namespace {
 
-constexpr int kWgThreads = 256;      // two warpgroups
-constexpr int kWgRows = kWgmmaRows;  // query rows per CTA
-constexpr int kWgKeys = 64;          // keys per tile
-constexpr int kWgStages = 4;         // K and V tiles in shared memory at once
+constexpr int kWgRows = kWgmmaRows;      // query rows per CTA: 64 per warpgroup
+constexpr int kWgThreads = 2 * kWgRows;  // 128 per warpgroup
+constexpr int kWgCtasPerSm = 256 / kWgRows;
+constexpr int kWgKeys = 64;   // keys per tile
+constexpr int kWgStages = 4;  // K and V tiles in shared memory at once
+static_assert(kWgRows % 128 == 0 && kWgRows <= 256, "two or four warpgroups");
 
 template <int Dp>
 constexpr int wg_smem_bytes() {
@@ -38,14 +40,16 @@ constexpr int wg_smem_bytes() {
 // The 16-byte pieces of rows [row0, row0 + kRowsTile) of one head's [tokens, head_dim]
 // view into the core-matrix tile at shared address dst (see above); rows at or past
 // `valid` and columns at or past head_dim (a multiple of 8) are zero-filled. Thread t
-// copies row t / 4 (+ 64 per pass), 16-byte columns t % 4 + 4 j: four threads take 64
-// contiguous bytes of a row, a warp one 8-row block. The caller commits and waits.
+// copies row (t / 4) % 64 of each 64-row block, 16-byte columns t % 4 + 4 m for
+// m = g, g + G, ... (g = t / 256, G = kWgThreads / 256): four threads take 64 contiguous
+// bytes of a row, a warp one 8-row block. The caller commits and waits.
 template <int Dp, int kRowsTile, class T>
 __device__ __forceinline__ void load_core_tile(uint32_t dst, const T* src, int64_t ts, int row0,
                                                int valid, int head_dim) {
-  constexpr int kChunks = Dp / 8, kCols = (kChunks + 3) / 4;
-  static_assert(kRowsTile % 64 == 0 && kWgThreads == 256, "a pass is 64 rows of 4 threads");
-  const int r = int(threadIdx.x) / 4, c0 = int(threadIdx.x) % 4;
+  constexpr int kChunks = Dp / 8, kGroups = kWgThreads / 256;
+  constexpr int kCols = (kChunks + 4 * kGroups - 1) / (4 * kGroups);
+  static_assert(kRowsTile % 64 == 0 && kWgThreads % 256 == 0, "64-row blocks of 4 threads");
+  const int t = int(threadIdx.x), r = (t / 4) % 64, c0 = t % 4 + 4 * (t / 256);
   const uint32_t at = dst + uint32_t(((r / 8) * kChunks + c0) * 128 + (r % 8) * 16);
 #pragma unroll
   for (int pass = 0; pass < kRowsTile / 64; ++pass) {
@@ -53,10 +57,11 @@ __device__ __forceinline__ void load_core_tile(uint32_t dst, const T* src, int64
     const T* from = src + int64_t(row0 + row) * ts + 8 * c0;
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
-      if (c0 + 4 * j >= kChunks) continue;
-      const bool ok = row < valid && 8 * (c0 + 4 * j) < head_dim;
-      ptx::cp_async16(at + uint32_t((pass * 8 * kChunks + 4 * j) * 128), ok ? from + 32 * j : src,
-                      ok);
+      const int c = c0 + 4 * kGroups * j;
+      if (c >= kChunks) continue;
+      const bool ok = row < valid && 8 * c < head_dim;
+      ptx::cp_async16(at + uint32_t((pass * 8 * kChunks + 4 * kGroups * j) * 128),
+                      ok ? from + 32 * kGroups * j : src, ok);
     }
   }
 }
@@ -79,7 +84,8 @@ __device__ __forceinline__ void pv_mma(float (&o)[Dn / 2], const uint32_t (&a)[4
 }
 
 template <int Dp, int Dn, class T>
-__global__ void __launch_bounds__(kWgThreads, 2) segment_attention_wgmma_kernel(Params p) {
+__global__ void __launch_bounds__(kWgThreads, kWgCtasPerSm)
+    segment_attention_wgmma_kernel(Params p) {
   using detail::pack2;
   static_assert(Dp % 16 == 0 && Dn % 8 == 0 && Dn <= Dp, "padded head dims");
   constexpr uint32_t kRowBlock = Dp * 16;  // bytes between 8-row blocks of a tile
