@@ -92,6 +92,10 @@ class VisionLanguageModel final : public Model {
 PosEmbedTaps vision_pos_embed_taps(const std::vector<VisionGrid>& grids, int64_t side,
                                    int64_t merge) {
   PosEmbedTaps taps;
+  int64_t patches = 0;
+  for (const VisionGrid& g : grids) patches += g.t * g.h * g.w;
+  taps.idx.reserve(size_t(4 * patches));
+  taps.weight.reserve(size_t(4 * patches));
   const float last = float(side - 1);
   for_each_patch(grids, merge, [&](const VisionGrid& g, int64_t r, int64_t c) {
     // align_corners: patch r of h maps to r * (side - 1) / (h - 1) on the grid, in f32.
@@ -121,8 +125,8 @@ std::vector<float> vision_rotary_inv_freq(int64_t head_dim) {
   return inv;
 }
 
-std::vector<float> vision_rotary_table(const std::vector<VisionGrid>& grids, int64_t head_dim,
-                                       int64_t merge) {
+vt::Tensor vision_rotary_table(const std::vector<VisionGrid>& grids, int64_t head_dim,
+                               int64_t merge) {
   const std::vector<float> inv = vision_rotary_inv_freq(head_dim);
   const size_t n = inv.size();
   // cos and sin of f32(p * inv_freq[i]) for every row or column index p, computed once:
@@ -139,8 +143,8 @@ std::vector<float> vision_rotary_table(const std::vector<VisionGrid>& grids, int
       cos_p[size_t(p) * n + i] = float(std::cos(double(a)));
       sin_p[size_t(p) * n + i] = float(std::sin(double(a)));
     }
-  std::vector<float> table(size_t(patches * head_dim));
-  float* row = table.data();
+  vt::Tensor table = vt::Tensor::empty({patches, head_dim}, vt::DType::kF32);
+  float* row = table.data<float>();
   for_each_patch(grids, merge, [&](const VisionGrid&, int64_t r, int64_t c) {
     const size_t ri = size_t(r) * n, ci = size_t(c) * n;
     std::copy_n(cos_p.begin() + ri, n, row);
@@ -239,8 +243,7 @@ vt::Tensor Qwen3_5VisionTower::encode(vt::Stream& s, const vt::Tensor& pixel_val
   const PosEmbedTaps taps = vision_pos_embed_taps(grids, side_, m);
   const vt::Tensor idx = vt::to_device(s, host_tensor(taps.idx, {n, 4}), device_);
   const vt::Tensor weight = vt::to_device(s, host_tensor(taps.weight, {n, 4}), device_);
-  const vt::Tensor cos_sin = vt::to_device(
-      s, host_tensor(vision_rotary_table(grids, head_dim_, m), {n, head_dim_}), device_);
+  const vt::Tensor cos_sin = vt::to_device(s, vision_rotary_table(grids, head_dim_, m), device_);
   const std::vector<int32_t> cu = vision_cu_seqlens(grids);
   const vt::Tensor cu_seqlens = host_tensor(cu, {int64_t(cu.size())});
 

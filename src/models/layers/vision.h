@@ -65,10 +65,10 @@ PosEmbedTaps vision_pos_embed_taps(const std::vector<VisionGrid>& grids, int64_t
                                    int64_t merge);
 // The axial rotary frequencies (§12.3): head_dim / 4 values 1 / 10000^(f32(2i / (head_dim/2))).
 std::vector<float> vision_rotary_inv_freq(int64_t head_dim);
-// The rope_neox table [N, head_dim] f32 row-major: cos of [theta_h (head_dim/4) |
+// The rope_neox table, a host f32 tensor [N, head_dim]: cos of [theta_h (head_dim/4) |
 // theta_w (head_dim/4)], then the sines, theta = f32(row or col * inv_freq).
-std::vector<float> vision_rotary_table(const std::vector<VisionGrid>& grids, int64_t head_dim,
-                                       int64_t merge);
+vt::Tensor vision_rotary_table(const std::vector<VisionGrid>& grids, int64_t head_dim,
+                               int64_t merge);
 // Segment bounds for segment_attention: one segment of h*w patches per temporal index.
 std::vector<int32_t> vision_cu_seqlens(const std::vector<VisionGrid>& grids);
 
