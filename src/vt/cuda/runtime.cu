@@ -95,6 +95,10 @@ StreamStatePtr create_stream_state(int device, const KernelConfig* kernels) {
   VT_CUDA_CHECK(cudaMalloc(&s->grid_ticket, sizeof(unsigned)));
   VT_CUDA_CHECK(cudaMemsetAsync(s->grid_ticket, 0, sizeof(unsigned), s->stream));
   VT_CUDA_CHECK(cudaDeviceGetAttribute(&s->num_sms, cudaDevAttrMultiProcessorCount, device));
+  int major = 0, minor = 0;
+  VT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  VT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  s->cc = 10 * major + minor;
   return s;
 }
 

@@ -37,6 +37,7 @@ struct StreamState {
   GemmPlans* gemm_plans = nullptr;
   HostStaging staging;  // pinned ring for host-to-device uploads
   int num_sms = 0;  // multiprocessors of `device`, for grid heuristics
+  int cc = 0;       // compute capability of `device`: 10 major + minor (90: Hopper)
   // A device word that is zero between kernels: a kernel whose last block to finish does
   // the grid's final step (moe/router.cu) counts its blocks on it and sets it back to
   // zero before exiting, so a graph replay finds it zero again. Kernels of one stream run

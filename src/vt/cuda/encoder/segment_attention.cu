@@ -108,7 +108,7 @@ void segment_attention(Stream& s, const HeadsArg& q, const HeadsArg& k, const He
   VT_CHECK(heads <= 65535, "segment_attention (CUDA): ", heads, " heads exceed the grid");
   const int dp = padded_dim(head_dim);
   const bool vec_in = vec_ok(q, head_dim) && vec_ok(k, head_dim) && vec_ok(v, head_dim);
-  const bool wgmma = mma && vec_in && segattn::wgmma_supports(int(head_dim)) &&
+  const bool wgmma = mma && vec_in && segattn::wgmma_supports(int(head_dim), st.cc) &&
                      s.kernel_config().segattn_wgmma != Toggle::kOff;  // VTLLM_SEGATTN_WGMMA
   const int rows = wgmma ? segattn::kWgmmaRows : mma ? tile_rows_of(dp) : segattn::kCudaCoreRows;
   const std::vector<Tile> tiles = build_tiles(cu_seqlens, rows);

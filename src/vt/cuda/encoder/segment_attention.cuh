@@ -89,11 +89,11 @@ inline constexpr int kCudaCoreMaxDim = 256;
 void launch_cuda_cores(const Params& p, int num_tiles, int heads, cudaStream_t stream);
 
 // The wgmma kernel (segment_attention_wgmma.cu, sm_90a): q, k, v all bf16 (bf16) or all
-// f16, head_dim for which wgmma_supports is true, p.vec_in; tiles of at most kWgmmaRows
-// rows. The mma.sync kernel's numerics (P rounded to T, f32 accumulation) up to the
-// exponent's rounding.
+// f16, head_dim for which wgmma_supports is true on the device's compute capability cc
+// (StreamState::cc), p.vec_in; tiles of at most kWgmmaRows rows. The mma.sync kernel's
+// numerics (P rounded to T, f32 accumulation) up to the exponent's rounding.
 inline constexpr int kWgmmaRows = 256;
-bool wgmma_supports(int head_dim);
+bool wgmma_supports(int head_dim, int cc);
 void launch_wgmma(const Params& p, bool bf16, int num_tiles, int heads, cudaStream_t stream);
 
 namespace detail {

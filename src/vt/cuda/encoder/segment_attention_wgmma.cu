@@ -5,16 +5,18 @@
 //
 // Work: a CTA of four warpgroups takes one tile (kWgmmaRows = 256 query rows of one
 // segment) for one head; warpgroup g owns rows [64 g, 64 g + 64), warp w of it rows
-// 16 w .. 16 w + 15 of those (each K/V tile copied to shared memory feeds 256 rows). Per key tile of 64 keys: S = Q K^T (wgmma m64n64k16, Q and K from shared memory,
-// Dp / 16 steps, Dp = head_dim rounded up to 16), the online softmax of
-// segment_attention.cuh on S in registers (base 2, masked past the segment's end), P
-// rounded to T as the A operand from registers, O += P V (wgmma m64nDnk16, Dn = head_dim
-// rounded up to 8, V N-major from shared memory); the mma.sync kernel's numerics but for
-// the softmax's exponent, one FFMA (s scale - m) where that kernel rounds s scale first.
-// Software pipelined: S of the next key tile and P V of this one are in flight on the
-// tensor cores while the next tile's softmax runs; O is rescaled after P V completes.
-// Shared memory, every tile in core matrices of 8 rows x 8 elements (128 contiguous
-// bytes, no swizzle): element (r, c) of a [rows][Dp] tile at byte
+// 16 w .. 16 w + 15 of those (each K/V tile copied to shared memory feeds 256 rows). Per
+// key tile of 64 keys: S = Q K^T (wgmma m64n64k16, Q and K from shared memory, Dp / 16
+// steps, Dp = head_dim rounded up to 16), the online softmax of segment_attention.cuh on
+// S in registers (base 2, masked past the segment's end), P rounded to T as the A operand
+// from registers, O += P V (wgmma m64nDnk16, Dn = head_dim rounded up to 8, V N-major
+// from shared memory); the mma.sync kernel's numerics but for the softmax's exponent, one
+// FFMA (s scale - m) where that kernel rounds s scale first. Software pipelined: S of the
+// next key tile and P V of this one are in flight on the tensor cores while the next
+// tile's softmax runs; O is rescaled after P V completes. Compiled for sm_90a only (the
+// kernel traps elsewhere; wgmma_supports keeps it off other devices). Shared memory,
+// every tile in core matrices of 8 rows x 8 elements (128 contiguous bytes, no swizzle):
+// element (r, c) of a [rows][Dp] tile at byte
 // ((r / 8) (Dp / 8) + c / 8) 128 + (r % 8) 16 + (c % 8) 2. Q [256][Dp], K and V
 // [4 stages][64][Dp]: key tile t + 3 is copied (cp.async, zeros past the segment and past
 // head_dim) while tile t's P V and tile t + 1's S run; one barrier per key tile. One CTA
@@ -66,8 +68,9 @@ __device__ __forceinline__ void load_core_tile(uint32_t dst, const T* src, int64
   }
 }
 
-// 2^x, subnormal results flushed to zero (a softmax weight that small adds nothing).
-__device__ __forceinline__ float exp2_ftz(float x) {
+// 2^x, subnormal results flushed to zero (a softmax weight that small adds nothing);
+// unused where the kernel body is not compiled (not sm_90a).
+[[maybe_unused]] __device__ __forceinline__ float exp2_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
@@ -86,6 +89,9 @@ __device__ __forceinline__ void pv_mma(float (&o)[Dn / 2], const uint32_t (&a)[4
 template <int Dp, int Dn, class T>
 __global__ void __launch_bounds__(kWgThreads, kWgCtasPerSm)
     segment_attention_wgmma_kernel(Params p) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __trap();  // wgmma is sm_90a's: never launched elsewhere (wgmma_supports)
+#else
   using detail::pack2;
   static_assert(Dp % 16 == 0 && Dn % 8 == 0 && Dn <= Dp, "padded head dims");
   constexpr uint32_t kRowBlock = Dp * 16;  // bytes between 8-row blocks of a tile
@@ -268,6 +274,7 @@ __global__ void __launch_bounds__(kWgThreads, kWgCtasPerSm)
       }
     }
   }
+#endif
 }
 
 template <int Dp, int Dn, class T>
@@ -298,11 +305,13 @@ void launch_wgmma_typed(const Params& p, int num_tiles, int heads, cudaStream_t 
 
 }  // namespace
 
-bool wgmma_supports(int head_dim) { return head_dim == 64 || head_dim == 72 || head_dim == 80; }
+bool wgmma_supports(int head_dim, int cc) {
+  return cc == 90 && (head_dim == 64 || head_dim == 72 || head_dim == 80);
+}
 
 void launch_wgmma(const Params& p, bool bf16, int num_tiles, int heads, cudaStream_t stream) {
-  VT_CHECK(wgmma_supports(p.head_dim) && p.vec_in, "segment_attention wgmma: head_dim ", p.head_dim,
-           " or its rows are not supported");
+  VT_CHECK((p.head_dim == 64 || p.head_dim == 72 || p.head_dim == 80) && p.vec_in,
+           "segment_attention wgmma: head_dim ", p.head_dim, " or its rows are not supported");
   if (bf16)
     launch_wgmma_typed<__nv_bfloat16>(p, num_tiles, heads, stream);
   else
