@@ -26,5 +26,10 @@ struct HeadsArg {
 void segment_attention(Stream& s, const HeadsArg& q, const HeadsArg& k, const HeadsArg& v,
                        int64_t tokens, int64_t heads, int64_t head_dim,
                        const std::vector<int32_t>& cu_seqlens, float scale, const HeadsArg& out);
+// The kernel segment_attention launches for q, k, v of head_dim on s (its dispatch rule,
+// exposed for tests): wgmma (sm_90a), mma.sync, or CUDA cores.
+enum class SegmentAttentionKernel { kWgmma, kMmaSync, kCudaCores };
+SegmentAttentionKernel segment_attention_kernel(Stream& s, const HeadsArg& q, const HeadsArg& k,
+                                                const HeadsArg& v, int64_t head_dim);
 
 }  // namespace vt::cuda

@@ -4,13 +4,15 @@
 // head dims both take, every padded head dim of the mma.sync kernel and odd head dims
 // (the scalar copy and store paths), q/k/v as per-head views of a fused
 // [N, 3 * heads * head_dim] qkv, out a view into a wider buffer whose other columns must
-// stay untouched, and the CUDA-core kernel (f32, head_dim past 128).
+// stay untouched, and the CUDA-core kernel (f32, head_dim past 128); the kernel tests
+// also check that the dispatch (cuda::segment_attention_kernel) chose that kernel.
 // Each segment's v is shifted by its own offset, so a key read across a segment
 // boundary moves the output far past the tolerance. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "vt/ops/copy.h"
 #if VTLLM_WITH_CUDA
 #include "vt/cuda/encoder.h"
+#include "vt/cuda/stream_state.h"
 #endif
 
 namespace vt {
@@ -27,6 +30,9 @@ namespace {
 
 using cudatest::randn;
 using cudatest::Streams;
+constexpr cuda::SegmentAttentionKernel kWgmma = cuda::SegmentAttentionKernel::kWgmma;
+constexpr cuda::SegmentAttentionKernel kMmaSync = cuda::SegmentAttentionKernel::kMmaSync;
+constexpr cuda::SegmentAttentionKernel kCudaCores = cuda::SegmentAttentionKernel::kCudaCores;
 
 cuda::HeadsArg heads_arg(const Tensor& t) {
   return {t.data_ptr(), t.dtype(), t.stride(0), t.stride(1)};
@@ -45,6 +51,8 @@ struct Case {
   int check_every = 1;        // reference rows: every check_every-th token
   uint64_t seed = 1;
   KernelConfig config = {};  // the stream's switches (segattn_wgmma)
+  // The kernel the dispatch must choose (a wgmma expectation needs an sm_90 device).
+  std::optional<cuda::SegmentAttentionKernel> kernel = std::nullopt;
 };
 
 // Per-element bound on |cuda - exact|: the output's own rounding (half an ulp, `eps`
@@ -90,6 +98,15 @@ void run_case(const Case& c, const std::string& what) {
   Tensor qkv_g = s.up(qkv), wide_g = s.up(wide_host);
   Tensor out_g = wide_g.slice(1, 8, 8 + H * D).reshape({N, H, D});
   const float scale = float(1.0 / std::sqrt(double(D)));
+  if (c.kernel) {
+    ASSERT_TRUE(*c.kernel != cuda::SegmentAttentionKernel::kWgmma || s.gpu.cuda_state().cc == 90)
+        << what << ": the wgmma kernel needs an sm_90 device";
+    EXPECT_EQ(
+        cuda::segment_attention_kernel(s.gpu, heads_arg(part(qkv_g, 0)), heads_arg(part(qkv_g, 1)),
+                                       heads_arg(part(qkv_g, 2)), D),
+        *c.kernel)
+        << what << ": the dispatch chose another kernel";
+  }
   cuda::segment_attention(s.gpu, heads_arg(part(qkv_g, 0)), heads_arg(part(qkv_g, 1)),
                           heads_arg(part(qkv_g, 2)), N, H, D, cu, scale, heads_arg(out_g));
   const std::vector<float> wide = values(s.cpu, s.down(wide_g));
@@ -184,10 +201,10 @@ TEST(CudaSegmentAttention, MmaSyncKernelMatchesDoubleReferenceWhereWgmmaApplies)
   off.segattn_wgmma = Toggle::kOff;
   for (int64_t d : {64, 72, 80}) {
     SCOPED_TRACE(d);
-    run_case({DType::kBF16, 3, d, {1, 7, 0, 64, 129, 1000}, 1, uint64_t(d), off},
+    run_case({DType::kBF16, 3, d, {1, 7, 0, 64, 129, 1000}, 1, uint64_t(d), off, kMmaSync},
              "mma.sync bf16 d" + std::to_string(d));
   }
-  run_case({DType::kF16, 2, 72, {129, 1, 300}, 1, 3, off}, "mma.sync f16 d72");
+  run_case({DType::kF16, 2, 72, {129, 1, 300}, 1, 3, off, kMmaSync}, "mma.sync f16 d72");
 }
 
 TEST(CudaSegmentAttention, WgmmaKernelMatchesDoubleReference) {
@@ -196,9 +213,16 @@ TEST(CudaSegmentAttention, WgmmaKernelMatchesDoubleReference) {
   // (256), one and one row (257), several with a partial key tile (1000), both dtypes.
   for (int64_t d : {64, 72, 80}) {
     SCOPED_TRACE(d);
-    run_case({DType::kBF16, 5, d, {128, 1, 100, 257, 129, 7, 1000, 256}, 1, uint64_t(d) + 40},
+    run_case({DType::kBF16,
+              5,
+              d,
+              {128, 1, 100, 257, 129, 7, 1000, 256},
+              1,
+              uint64_t(d) + 40,
+              {},
+              kWgmma},
              "wgmma bf16 d" + std::to_string(d));
-    run_case({DType::kF16, 2, d, {129, 1, 1000, 64}, 1, uint64_t(d) + 80},
+    run_case({DType::kF16, 2, d, {129, 1, 1000, 64}, 1, uint64_t(d) + 80, {}, kWgmma},
              "wgmma f16 d" + std::to_string(d));
   }
 }
@@ -213,9 +237,9 @@ TEST(CudaSegmentAttention, RealSegmentLengthMatchesDoubleReference) {
 TEST(CudaSegmentAttention, CudaCoreKernelMatchesDoubleReference) {
   VT_REQUIRE_GPU();
   // f32 inputs, and bf16 past the tensor-core kernel's head dims (P rounded to bf16).
-  run_case({DType::kF32, 3, 72, {1, 7, 64, 129, 1000}, 3, 9}, "f32 d72");
-  run_case({DType::kF32, 2, 201, {17, 300}, 1, 10}, "f32 d201");
-  run_case({DType::kBF16, 2, 160, {1, 7, 64, 129, 300}, 1, 11}, "bf16 d160");
+  run_case({DType::kF32, 3, 72, {1, 7, 64, 129, 1000}, 3, 9, {}, kCudaCores}, "f32 d72");
+  run_case({DType::kF32, 2, 201, {17, 300}, 1, 10, {}, kCudaCores}, "f32 d201");
+  run_case({DType::kBF16, 2, 160, {1, 7, 64, 129, 300}, 1, 11, {}, kCudaCores}, "bf16 d160");
 }
 
 TEST(CudaSegmentAttention, RefusesHeadDimPastTheCudaCoreLimit) {

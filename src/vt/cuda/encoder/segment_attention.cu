@@ -93,23 +93,33 @@ bool vec_ok(const HeadsArg& a, int64_t head_dim) {
 
 }  // namespace
 
+SegmentAttentionKernel segment_attention_kernel(Stream& s, const HeadsArg& q, const HeadsArg& k,
+                                                const HeadsArg& v, int64_t head_dim) {
+  const bool narrow = q.dtype == k.dtype && q.dtype == v.dtype &&
+                      (q.dtype == DType::kBF16 || q.dtype == DType::kF16);
+  if (!narrow || head_dim > 128) return SegmentAttentionKernel::kCudaCores;
+  const bool vec_in = vec_ok(q, head_dim) && vec_ok(k, head_dim) && vec_ok(v, head_dim);
+  if (vec_in && segattn::wgmma_supports(int(head_dim), s.cuda_state().cc) &&
+      s.kernel_config().segattn_wgmma != Toggle::kOff)  // VTLLM_SEGATTN_WGMMA
+    return SegmentAttentionKernel::kWgmma;
+  return SegmentAttentionKernel::kMmaSync;
+}
+
 void segment_attention(Stream& s, const HeadsArg& q, const HeadsArg& k, const HeadsArg& v,
                        int64_t tokens, int64_t heads, int64_t head_dim,
                        const std::vector<int32_t>& cu_seqlens, float scale, const HeadsArg& out) {
   if (tokens == 0 || heads == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
-  const bool narrow = q.dtype == k.dtype && q.dtype == v.dtype &&
-                      (q.dtype == DType::kBF16 || q.dtype == DType::kF16);
-  const bool mma = narrow && head_dim <= 128;
+  const SegmentAttentionKernel kernel = segment_attention_kernel(s, q, k, v, head_dim);
+  const bool wgmma = kernel == SegmentAttentionKernel::kWgmma;
+  const bool mma = kernel != SegmentAttentionKernel::kCudaCores;
   VT_CHECK(mma || head_dim <= segattn::kCudaCoreMaxDim, "segment_attention (CUDA): head_dim ",
            head_dim, " exceeds ", segattn::kCudaCoreMaxDim, " for ", dtype_name(q.dtype),
            " inputs (the CUDA-core kernel's limit)");
   VT_CHECK(heads <= 65535, "segment_attention (CUDA): ", heads, " heads exceed the grid");
   const int dp = padded_dim(head_dim);
   const bool vec_in = vec_ok(q, head_dim) && vec_ok(k, head_dim) && vec_ok(v, head_dim);
-  const bool wgmma = mma && vec_in && segattn::wgmma_supports(int(head_dim), st.cc) &&
-                     s.kernel_config().segattn_wgmma != Toggle::kOff;  // VTLLM_SEGATTN_WGMMA
   const int rows = wgmma ? segattn::kWgmmaRows : mma ? tile_rows_of(dp) : segattn::kCudaCoreRows;
   const std::vector<Tile> tiles = build_tiles(cu_seqlens, rows);
   if (tiles.empty()) return;
