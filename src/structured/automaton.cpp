@@ -34,6 +34,12 @@ constexpr size_t kMaskCacheBytes = size_t{128} << 20;
 // (character class, repetition, string rule) plus one, so that text inside a
 // string is context-independent up to its closing quote.
 constexpr int kContextDepth = 4;
+// Kept instead when the top kContextDepth nodes' loop pops into the context and holds at
+// least kManyLoopTokens tokens (compute_mask()).
+constexpr int kDeepContextDepth = 2 * kContextDepth;
+constexpr size_t kManyLoopTokens = 4096;
+// The fewest bytes a loop_root() takes (its set B).
+constexpr size_t kMinLoopBytes = 16;
 // Depth-1 trie nodes of a text class a walk may walk after taking the class's tokens at
 // once (TokenVocab::text_tokens): a stop word's first bytes.
 constexpr size_t kMaxExcluded = 16;
@@ -276,6 +282,7 @@ Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(v
   states_.reserve(kReservedStates);
   walk_states_.resize(vocab_.max_token_bytes() + 1);
   walk_context_.resize(vocab_.max_token_bytes() + 1);
+  walk_on_loop_.resize(vocab_.max_token_bytes() + 1);
 
   std::lock_guard<std::mutex> lock(mu_);
   context_node_ = node(context_pos, -1);
@@ -408,6 +415,105 @@ ByteSet Automaton::same_step(int32_t state, uint8_t byte) const {
   return same;
 }
 
+ByteSet Automaton::taken(int32_t state) const {
+  ByteSet set;
+  for (int32_t x : states_[static_cast<size_t>(state)].stacks) {
+    set |= byte_sets_[static_cast<size_t>(
+        elems_[static_cast<size_t>(nodes_[static_cast<size_t>(x)].first)].arg)];
+  }
+  return set;
+}
+
+bool Automaton::loop_root(int32_t root, LoopRoot& loop) {
+  // The byte that the most bytes step alike from the root stands for B.
+  ByteSet group;
+  uint8_t rep = 0;
+  for (ByteSet left = taken(root); left.any();) {
+    const auto b = static_cast<uint8_t>(left._Find_first());
+    const ByteSet same = same_step(root, b);
+    left &= ~same;
+    if (same.count() > group.count()) {
+      group = same;
+      rep = b;
+    }
+  }
+  // A few bytes (digits, whitespace) begin few tokens: the walk along them is short anyway.
+  if (group.count() < kMinLoopBytes) return false;
+  loop.chain[0] = root;
+  loop.last = -1;
+  loop.context = false;
+  for (int k = 0; k < kMaxLoopChain && loop.last < 0; ++k) {
+    const int32_t next = step_locked(loop.chain[k], rep);
+    // A step into the context could not tell a dead token from one the context takes.
+    if (!live(next)) return false;
+    if (states_[static_cast<size_t>(next)].context) {
+      loop.context = true;
+      loop.bytes = group;
+      return false;
+    }
+    if (next == loop.chain[k]) {
+      loop.last = k;
+    } else {
+      loop.chain[k + 1] = next;
+    }
+  }
+  if (loop.last < 0) return false;
+  loop.bytes = same_step(loop.chain[loop.last], rep);
+  ByteSet exits;
+  for (int k = 0; k <= loop.last; ++k) {
+    const ByteSet same = same_step(loop.chain[k], rep);
+    if ((same & loop.bytes) != loop.bytes) return false;  // B's bytes step it apart
+    exits |= taken(loop.chain[k]);
+  }
+  loop.exits = buckets_meeting(exits & ~loop.bytes);
+  return true;
+}
+
+const Automaton::LoopTokens& Automaton::loop_tokens(const ByteSet& bytes) {
+  for (const LoopTokens& known : loop_masks_) {
+    if (known.bytes == bytes) return known;
+  }
+  std::vector<uint32_t> mask(vocab_.mask_words(), 0);
+  if (!vocab_.tokens_within(bytes, mask)) walk_within(bytes, mask);
+  mask_bytes_ += mask.size() * 4;
+  size_t count = 0;
+  for (uint32_t w : mask) count += static_cast<size_t>(std::popcount(w));
+  loop_masks_.push_back(LoopTokens{bytes, std::move(mask), count});
+  return loop_masks_.back();
+}
+
+void Automaton::walk_within(const ByteSet& bytes, std::vector<uint32_t>& mask) const {
+  const std::span<const TokenVocab::TrieNode> trie = vocab_.trie();
+  const std::span<const TokenId> tokens = vocab_.trie_tokens();
+  const TokenVocab::ByteBuckets within = buckets_within(bytes);
+  auto set_range = [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      const auto id = static_cast<uint32_t>(tokens[k]);
+      mask[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+  };
+  // Depth first along the nodes of B's bytes: a subtree of them only is taken whole.
+  for (size_t i = 0; i < trie.size();) {
+    const TokenVocab::TrieNode& t = trie[i];
+    const auto end = static_cast<size_t>(t.subtree_end);
+    if (!bytes[t.byte]) {
+      i = end;
+      continue;
+    }
+    const TokenVocab::ByteBuckets& below = vocab_.subtree_bytes(i);
+    const size_t next =
+        i + 1 < trie.size() ? static_cast<size_t>(trie[i + 1].token_begin) : tokens.size();
+    if (!(below.bits[0] & ~within.bits[0]) && !(below.bits[1] & ~within.bits[1])) {
+      set_range(static_cast<size_t>(t.token_begin),
+                end < trie.size() ? static_cast<size_t>(trie[end].token_begin) : tokens.size());
+      i = end;
+      continue;
+    }
+    set_range(static_cast<size_t>(t.token_begin), next);
+    ++i;
+  }
+}
+
 inline bool Automaton::loops_on(int32_t state, uint8_t first,
                                 const TokenVocab::ByteBuckets& bytes) {
   const State& st = states_[static_cast<size_t>(state)];
@@ -521,14 +627,14 @@ inline bool Automaton::live(int32_t state) const {
                         !states_[static_cast<size_t>(state)].stacks.empty());
 }
 
-int32_t Automaton::truncate(int32_t state) {
+int32_t Automaton::truncate(int32_t state, int depth) {
   std::vector<int32_t> stacks;
   bool cut = false;
-  int32_t chain[kContextDepth];
+  int32_t chain[kDeepContextDepth];
   for (int32_t s : states_[static_cast<size_t>(state)].stacks) {
     int n = 0;
     int32_t x = s;
-    while (x >= 0 && n < kContextDepth) {
+    while (x >= 0 && n < depth) {
       chain[n++] = nodes_[static_cast<size_t>(x)].first;
       x = nodes_[static_cast<size_t>(x)].second;
     }
@@ -835,6 +941,15 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
       }
     }
   }
+  // Or the root reaches a loop on a set of bytes B (LoopRoot): B's tokens are allowed at once,
+  // and on a path of B's bytes only the subtrees that hold an exit are walked.
+  LoopRoot& loop = loop_root_;
+  const bool looping = min_len == 0 && whole_class < 0 && loop_root(truncated, loop);
+  if (looping) {
+    const std::vector<uint32_t>& taken = loop_tokens(loop.bytes).mask;
+    for (size_t w = 0; w < taken.size(); ++w) lm.allowed[w] |= taken[w];
+  }
+  walk_on_loop_[0] = looping;
   // Inside a big first subtree whose state lives through a class (sub_class, up to node
   // sub_end): its class tokens are in the mask, its subtrees of class tokens only decided.
   int sub_class = -1;
@@ -851,6 +966,19 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
     if (t.depth == 1 && root_class >= 0 && ((t.text_from >> root_class) & 1) &&
         std::find(excluded.begin(), excluded.end(), i) == excluded.end()) {
       i = static_cast<size_t>(t.subtree_end);
+      continue;
+    }
+    if (walk_on_loop_[t.depth - 1] && loop.bytes[t.byte]) {
+      // Its tokens are B's; the others die on their first byte outside B unless it is an exit.
+      const TokenVocab::ByteBuckets& below = vocab_.subtree_bytes(i);
+      if (!(below.bits[0] & loop.exits.bits[0]) && !(below.bits[1] & loop.exits.bits[1])) {
+        i = static_cast<size_t>(t.subtree_end);
+        continue;
+      }
+      walk_states_[t.depth] = loop.chain[std::min<int>(t.depth, loop.last)];
+      walk_context_[t.depth] = 0;
+      walk_on_loop_[t.depth] = 1;
+      ++i;
       continue;
     }
     const int32_t parent = walk_states_[t.depth - 1];
@@ -902,6 +1030,7 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
       }
     }
     walk_states_[t.depth] = below;
+    walk_on_loop_[t.depth] = 0;
     const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;
     walk_context_[t.depth] = ctx;
     for (const TokenId id : vocab_.node_tokens(i)) {
@@ -923,7 +1052,19 @@ bool Automaton::accepting(int32_t state) {
 }
 
 void Automaton::compute_mask(int32_t state, std::vector<uint32_t>& mask) {
-  const LocalMask& lm = local_mask(truncate(state));
+  // A truncated state whose loop (loop_root) pops into the context within a few bytes (an
+  // email's second domain label, deeper than kContextDepth) would leave every token that leaves
+  // the loop uncertain: when the loop holds many tokens, the state is cut deeper instead, where
+  // the loop is taken as a whole.
+  int32_t root = truncate(state, kContextDepth);
+  if (root != state && !local_masks_.contains(root)) {
+    LoopRoot& loop = loop_root_;
+    if (!loop_root(unbound(root, 0).first, loop) && loop.context &&
+        loop_tokens(loop.bytes).count >= kManyLoopTokens) {
+      root = truncate(state, kDeepContextDepth);
+    }
+  }
+  const LocalMask& lm = local_mask(root);
   mask = lm.allowed;
   // Uncertain tokens against the whole state; consecutive ones (trie order)
   // share prefixes, whose states are reused.
@@ -965,6 +1106,7 @@ void Automaton::fill_mask(int32_t state, std::span<uint32_t> bitmask) {
     if (mask_bytes_ + mask.size() * 4 > kMaskCacheBytes) {
       masks_.clear();
       local_masks_.clear();
+      loop_masks_.clear();
       mask_bytes_ = 0;
     }
     mask_bytes_ += mask.size() * 4;

@@ -25,7 +25,10 @@
 // (TokenVocab::subtree_bytes) steps back to itself: a class no text class names (an email's
 // local part, a pattern's `[a-z0-9_-]+`). A truncated state inside a bounded repetition
 // (one state per count) copies the local mask of its unbounded twin, exact for every token no
-// longer than the least allowance, and walks only the deeper trie subtrees.
+// longer than the least allowance, and walks only the deeper trie subtrees. A root state that
+// a byte or two of such a class lead to its loop takes every token of the class by one mask
+// (TokenVocab::tokens_within) and walks only the subtrees that hold a byte leaving the loop
+// alive ('.' or '@' after an email's local part).
 #pragma once
 
 #include <cstdint>
@@ -156,7 +159,8 @@ class Automaton {
   // steps to the next count, its unbounded twin back to itself (loops_on()).
   int32_t loose(int32_t state, size_t len);
   bool live(int32_t state) const;
-  int32_t truncate(int32_t state);
+  // The state cut to its top `depth` stack nodes over the CONTEXT sentinel.
+  int32_t truncate(int32_t state, int depth);
   const LocalMask& local_mask(int32_t truncated);
   // Adds to `lm` the verdicts of a walk from `root` over the trie's tokens longer than
   // `min_len` bytes (all of them when 0; some shorter ones may be added too, rightly).
@@ -181,6 +185,32 @@ class Automaton {
   // the rest up to the first byte that does not loop, each answer kept per state.
   bool loops_on(int32_t state, uint8_t first, const TokenVocab::ByteBuckets& bytes);
   bool new_loops_on(int32_t state, uint8_t first, TokenVocab::ByteBuckets unknown);
+  // A root state that a few bytes of one set B lead, each step alike, to a state that every
+  // byte of B steps back to (an email's local part or domain label, a run of digits): every
+  // token made of B's bytes only is allowed (loop_tokens()), and below a path of B's bytes a
+  // walk takes only the subtrees that hold a byte some state of the chain takes outside B.
+  static constexpr int kMaxLoopChain = 4;
+  struct LoopRoot {
+    ByteSet bytes;                          // B
+    int32_t chain[kMaxLoopChain + 1];       // the state after k bytes of B, the last one looping
+    int last = 0;                           // index of the looping one
+    TokenVocab::ByteBuckets exits{{0, 0}};  // buckets of the bytes outside B that some step takes
+    // loop_root() failed on a state of the chain that pops into the context (`bytes`: the
+    // root's bytes that step alike, B but for that).
+    bool context = false;
+  };
+  bool loop_root(int32_t root, LoopRoot& loop);
+  // The tokens whose every byte is in `bytes` (a bitmask, and how many), kept per set.
+  struct LoopTokens {
+    ByteSet bytes;
+    std::vector<uint32_t> mask;
+    size_t count;
+  };
+  const LoopTokens& loop_tokens(const ByteSet& bytes);
+  // The same by a walk of the trie (TokenVocab::tokens_within() declined), into `mask`.
+  void walk_within(const ByteSet& bytes, std::vector<uint32_t>& mask) const;
+  // The bytes some stack of `state` takes (a superset of those that do not step to kDead).
+  ByteSet taken(int32_t state) const;
   int32_t step_locked(int32_t state, uint8_t byte);
   int32_t new_step(int32_t state, uint8_t byte);  // step_locked() not yet in trans_
   // The bytes whose step from `state` is the same as byte's.
@@ -206,6 +236,7 @@ class Automaton {
   std::vector<int32_t> trans_;  // states_ x 256; -2 = not computed yet
   std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
   std::unordered_map<int32_t, LocalMask> local_masks_;  // by truncated state
+  std::vector<LoopTokens> loop_masks_;                  // loop_tokens()
   int32_t context_node_ = -1;
   size_t mask_bytes_ = 0;
   std::vector<int32_t> work_, step_out_;  // scratch of expand() / step_locked()
@@ -240,6 +271,8 @@ class Automaton {
   std::vector<size_t> root_excluded_;  // scratch of local_mask()
   std::vector<int32_t> walk_states_;   // per trie depth: the state there
   std::vector<uint8_t> walk_context_;  // per trie depth: CONTEXT reached on the way
+  std::vector<uint8_t> walk_on_loop_;  // per trie depth: the path so far is of LoopRoot::bytes
+  LoopRoot loop_root_;                 // scratch of walk()
   int32_t initial_ = kDead;
 };
 

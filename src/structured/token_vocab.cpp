@@ -155,6 +155,28 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
       short_masks_[len * mask_words() + static_cast<uint32_t>(id) / 32] |= uint32_t{1} << (id % 32);
     }
   }
+  // Per byte set of tokens_within(): who holds it.
+  matchable_.assign(mask_words(), 0);
+  holding_lists_.assign(kHoldingSets, {});
+  for (TokenId id : trie_tokens_) {
+    matchable_[static_cast<uint32_t>(id) >> 5] |= uint32_t{1} << (static_cast<uint32_t>(id) & 31);
+    std::bitset<kHoldingSets> held;
+    for (char c : bytes(id)) held.set(std::min<size_t>(static_cast<uint8_t>(c), 128));
+    for (size_t b = held._Find_first(); b < kHoldingSets; b = held._Find_next(b)) {
+      holding_lists_[b].push_back(id);
+    }
+  }
+  holding_mask_.assign(kHoldingSets, -1);
+  for (size_t b = 0; b < kHoldingSets; ++b) {
+    if (holding_lists_[b].size() <= kHoldingListMax) continue;
+    holding_mask_[b] = static_cast<int32_t>(holding_masks_.size() / mask_words());
+    holding_masks_.resize(holding_masks_.size() + mask_words(), 0);
+    uint32_t* mask = holding_masks_.data() + holding_masks_.size() - mask_words();
+    for (TokenId id : holding_lists_[b]) {
+      mask[static_cast<uint32_t>(id) >> 5] |= uint32_t{1} << (static_cast<uint32_t>(id) & 31);
+    }
+    holding_lists_[b] = {};
+  }
   text_tokens_.assign(kTextClasses * mask_words(), 0);
   for (size_t i = 0; i < trie_.size(); i = static_cast<size_t>(trie_[i].subtree_end)) {
     const size_t end = static_cast<size_t>(trie_[i].subtree_end);
@@ -222,6 +244,31 @@ int TokenVocab::text_step(uint8_t cls, int at, uint8_t byte) {
   if (byte >= 0xF1 && byte <= 0xF3) return 3;
   if (byte == 0xF4) return 7;
   return -1;
+}
+
+bool TokenVocab::tokens_within(const std::bitset<256>& bytes, std::span<uint32_t> out) const {
+  const size_t high = (bytes >> 128).count();
+  if (high != 0 && high != 128) return false;
+  // A small set (digits, whitespace) leaves out most of the masks: its trie walk is short.
+  size_t masks = 0;
+  for (size_t b = 0; b < kHoldingSets; ++b) {
+    masks += !(b < 128 ? bytes[b] : high != 0) && holding_mask_[b] >= 0;
+  }
+  if (masks > kMaxHoldingMasks) return false;
+  std::copy(matchable_.begin(), matchable_.end(), out.begin());
+  for (size_t b = 0; b < kHoldingSets; ++b) {
+    if (b < 128 ? bytes[b] : high != 0) continue;
+    if (holding_mask_[b] >= 0) {
+      const uint32_t* mask =
+          holding_masks_.data() + static_cast<size_t>(holding_mask_[b]) * mask_words();
+      for (size_t w = 0; w < mask_words(); ++w) out[w] &= ~mask[w];
+    } else {
+      for (TokenId id : holding_lists_[b]) {
+        out[static_cast<uint32_t>(id) >> 5] &= ~(uint32_t{1} << (static_cast<uint32_t>(id) & 31));
+      }
+    }
+  }
+  return true;
 }
 
 bool TokenVocab::is_stop(TokenId id) const {

@@ -1,6 +1,7 @@
 // The vocabulary as byte strings, for matching tokens against a grammar.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -147,6 +148,12 @@ class TokenVocab {
   std::span<const uint32_t> tokens_up_to(size_t len) const {
     return std::span(short_masks_).subspan(len * mask_words(), mask_words());
   }
+  // Writes into `out` (mask_words() words) the matchable tokens whose every byte is in `bytes`,
+  // by one mask per ASCII byte or for all bytes past ASCII (a list of the tokens instead for
+  // the rare ones); false, `out` untouched, when `bytes` holds some bytes past ASCII but not
+  // all, or leaves out so many common bytes that a walk of the trie is cheaper (the caller
+  // walks it instead).
+  bool tokens_within(const std::bitset<256>& bytes, std::span<uint32_t> out) const;
 
  private:
   std::vector<std::string> bytes_;
@@ -163,6 +170,15 @@ class TokenVocab {
   std::vector<TokenId> by_length_;            // trie tokens, longest first
   std::vector<size_t> longer_;                // per length: how many of by_length_ are longer
   std::vector<uint32_t> short_masks_;         // kShortMasks masks (tokens_up_to)
+  // tokens_within(): per ASCII byte, then one for every byte past ASCII, the tokens holding
+  // it, as a mask (index into holding_masks_) or, when few, a list.
+  static constexpr size_t kHoldingSets = 129;
+  static constexpr size_t kHoldingListMax = 1024;  // a mask reads 19 KiB: ~1k bits set by hand
+  static constexpr size_t kMaxHoldingMasks = 16;   // past this many, the trie walk is cheaper
+  std::vector<uint32_t> matchable_;                // every trie token
+  std::vector<int32_t> holding_mask_;              // per set: its mask's index, or -1
+  std::vector<uint32_t> holding_masks_;
+  std::vector<std::vector<TokenId>> holding_lists_;  // per set without a mask
 };
 
 }  // namespace vtllm::structured

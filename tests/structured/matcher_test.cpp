@@ -144,6 +144,28 @@ TEST(Matcher, MaskEqualsNaiveCheckOnSmallVocab) {
                        20, 10, 1, 2);
 }
 
+// States that reach, a byte or two into a class no text class names, a loop on its bytes (an
+// email's local part and domain labels): every token of the class only is taken by one mask,
+// and below the class's bytes only the subtrees holding an exit ('.', '@', '-', '"') are walked.
+// Tokens mix the class with exits, dead bytes and bytes past ASCII.
+TEST(Matcher, MaskEqualsNaiveCheckInLoopsOnRestrictedClasses) {
+  std::vector<std::string> bytes;
+  for (const std::string& s : all_strings("ab-.@\"z", 3)) bytes.push_back(s);
+  for (const char* s : {"abab", "abba-", "ab.ba", "a@b", "ab\"}", "aaaa\xC3\xA9", "ba z", "bbbbbb",
+                        "a-b-a.b@ab", "\"ab@", "@b.a\""}) {
+    bytes.push_back(s);
+  }
+  bytes.push_back("<|stop|>");
+  const TokenId stop = static_cast<TokenId>(bytes.size() - 1);
+  const TokenVocab vocab(bytes, {stop});
+  check_masks_on_walks(CompiledGrammar::compile(parse_gbnf(R"(
+root  ::= "\"" [ab-]+ ( "." [ab-]+ )* "@" label ( "." label )+ "\"" " "?
+label ::= [ab] ( [ab-]{0,5} [ab] )?
+)"),
+                                                vocab),
+                       40, 20, 1, 3);
+}
+
 // The XML tool-call grammar (raw text values, whose states loop on markup text) over a
 // vocabulary of every single byte plus text runs that a walk may take whole and near
 // misses ('<' inside, UTF-8, controls): masks equal the naive check.
@@ -452,6 +474,48 @@ TEST(TokenVocab, TrieHoldsEveryMatchableTokenOnceUnderItsBytes) {
     for (TokenId id : got) EXPECT_GT(bytes[static_cast<size_t>(id)].size(), len);
   }
   EXPECT_THROW(TokenVocab({"a"}, {1}), Error);
+}
+
+// tokens_within() against a check of every token's bytes, on a vocabulary where some bytes
+// are held by more tokens than a list keeps (a mask then) and some by few, for sets with none,
+// all or some of the bytes past ASCII.
+TEST(TokenVocab, TokensWithinASetAreThoseMadeOfItsBytesOnly) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "abc.@ \n\x7f\xc3\xa9";
+  std::vector<std::string> bytes;
+  for (int i = 0; i < 6000; ++i) {
+    std::string s;
+    for (size_t n = 1 + rng() % 6; n > 0; --n)
+      s += alphabet[rng() % (i < 3000 ? 3 : alphabet.size())];
+    bytes.push_back(s);
+  }
+  bytes.push_back("");
+  bytes.push_back("<|stop|>");
+  const TokenVocab vocab(bytes, {static_cast<TokenId>(bytes.size() - 1)});
+  std::vector<uint32_t> got(vocab.mask_words());
+  size_t answered = 0;
+  for (const char* members : {"abc", "abc.@ \n", "ab", "abc\x7f", "", ".@"}) {
+    for (bool high : {false, true}) {
+      std::bitset<256> set;
+      for (const char* c = members; *c; ++c) set.set(static_cast<uint8_t>(*c));
+      if (high) {
+        for (size_t b = 128; b < 256; ++b) set.set(b);
+      }
+      if (!vocab.tokens_within(set, got)) continue;
+      ++answered;
+      for (size_t id = 0; id < vocab.size(); ++id) {
+        const std::string_view b = vocab.bytes(static_cast<TokenId>(id));
+        const bool want = !b.empty() && std::all_of(b.begin(), b.end(), [&](char c) {
+          return set[static_cast<uint8_t>(c)];
+        });
+        ASSERT_EQ(bit(got, id), want) << "token '" << b << "' in '" << members << "' " << high;
+      }
+    }
+  }
+  EXPECT_GE(answered, 8u);
+  std::bitset<256> some_high;
+  some_high.set('a').set(0xC3);
+  EXPECT_FALSE(vocab.tokens_within(some_high, got));
 }
 
 std::string qwen3_tokenizer_json() {
