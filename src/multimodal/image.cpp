@@ -393,13 +393,20 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits, int
     fail("JPEG", err.message);
   }
   *orientation = frame.orientation;
+  if (frame.components == 3 && !frame.cmyk) {  // decoded as RGB already: keep the buffer
+    Image img;
+    img.width = frame.width;
+    img.height = frame.height;
+    img.rgb = std::move(pixels);
+    return img;
+  }
   Image img = make_image(frame.width, frame.height);
   const size_t n = size_t(img.width * img.height);
   uint8_t* d = img.rgb.data();
   const uint8_t* s = pixels.data();
   if (frame.components == 1) {
     for (size_t i = 0; i < n; ++i) d[3 * i] = d[3 * i + 1] = d[3 * i + 2] = s[i];
-  } else if (frame.cmyk) {
+  } else if (frame.cmyk && frame.components == 4) {
     // PIL reads CMYK JPEGs as Adobe-inverted ("CMYK;I") and converts with cmyk2rgb:
     // out = clip(nk - nk * c / 255) with nk = 255 - k, its MULDIV255 rounding.
     for (size_t i = 0; i < n; ++i) {
@@ -412,7 +419,7 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits, int
       }
     }
   } else {
-    std::memcpy(d, s, n * 3);
+    fail("JPEG", str_cat("decoded to ", frame.components, " components"));
   }
   return img;
 }
