@@ -246,8 +246,15 @@ Image decode_png(std::span<const uint8_t> bytes, const ImageLimits& limits, int*
   }
   check_size("PNG", ctx.width, ctx.height, limits);
   *orientation = ctx.orientation == 0 ? 1 : ctx.orientation;
+  const size_t n = size_t(ctx.width * ctx.height);
+  if (ctx.layout == PngLayout::kRgb8) {  // the decoded rows are the image
+    Image img;
+    img.width = ctx.width;
+    img.height = ctx.height;
+    img.rgb = std::move(rows);
+    return img;
+  }
   Image img = make_image(ctx.width, ctx.height);
-  const size_t n = size_t(img.width * img.height);
   const uint8_t* s = rows.data();
   uint8_t* d = img.rgb.data();
   switch (ctx.layout) {
@@ -258,8 +265,7 @@ Image decode_png(std::span<const uint8_t> bytes, const ImageLimits& limits, int*
       for (size_t i = 0; i < n; ++i) d[3 * i] = d[3 * i + 1] = d[3 * i + 2] = s[2 * i];
       break;
     case PngLayout::kRgb8:
-      std::memcpy(d, s, n * 3);
-      break;
+      break;  // returned above
     case PngLayout::kRgba8:
       for (size_t i = 0; i < n; ++i)
         for (int c = 0; c < 3; ++c) d[3 * i + c] = s[4 * i + c];
