@@ -65,6 +65,25 @@ const TextRuns& text_runs() {
   return runs;
 }
 
+// TokenVocab::text_step by table, per class (bit index): read at every node of a walk's path.
+int text_next(int cls, int at, uint8_t byte) {
+  using Table = std::array<std::array<std::array<int8_t, 256>, TokenVocab::kTextPositions>,
+                           TokenVocab::kTextClasses>;
+  static const Table kNext = [] {
+    Table t{};
+    for (int c = 0; c < TokenVocab::kTextClasses; ++c) {
+      for (int a = 0; a < TokenVocab::kTextPositions; ++a) {
+        for (int b = 0; b < 256; ++b) {
+          t[size_t(c)][size_t(a)][size_t(b)] = static_cast<int8_t>(
+              TokenVocab::text_step(static_cast<uint8_t>(1 << c), a, static_cast<uint8_t>(b)));
+        }
+      }
+    }
+    return t;
+  }();
+  return kNext[static_cast<size_t>(cls)][static_cast<size_t>(at)][byte];
+}
+
 // The position in a run after `byte` read from a character boundary, for the classes in
 // `classes` that hold it (positions past ASCII are the same in every class).
 int text_position(uint8_t classes, uint8_t byte) {
@@ -80,19 +99,30 @@ int text_position(uint8_t classes, uint8_t byte) {
   return classes ? kAfter[byte] : -1;
 }
 
-// The buckets (TokenVocab::ByteBuckets: bytes 0-126 one each, 127-255 one) whose every byte
-// is in `set`, and those with some byte in it.
+// The buckets (TokenVocab::ByteBuckets: bytes 1-126 one each, NUL and DEL one, 128-255 one)
+// whose every byte is in `set`, and those with some byte in it; the bytes of one.
 const ByteSet kWord(~uint64_t{0});  // the low 64 bytes
+const ByteSet kAscii = kWord | kWord << 64;
 
 TokenVocab::ByteBuckets buckets_within(const ByteSet& set) {
-  const uint64_t high = (set >> 127).count() == 129 ? uint64_t{1} << 63 : 0;
-  return {{(set & kWord).to_ullong(),
-           (((set >> 64) & kWord).to_ullong() & ~(uint64_t{1} << 63)) | high}};
+  const uint64_t low = (set & kWord).to_ullong() & (set[0x7F] ? ~uint64_t{0} : ~uint64_t{1});
+  const uint64_t high = (set >> 128).count() == 128 ? uint64_t{1} << 63 : 0;
+  return {{low, (((set >> 64) & kWord).to_ullong() & ~(uint64_t{1} << 63)) | high}};
 }
 TokenVocab::ByteBuckets buckets_meeting(const ByteSet& set) {
-  const uint64_t high = (set >> 127).any() ? uint64_t{1} << 63 : 0;
-  return {{(set & kWord).to_ullong(),
-           (((set >> 64) & kWord).to_ullong() & ~(uint64_t{1} << 63)) | high}};
+  const uint64_t low = (set & kWord).to_ullong() | (set[0x7F] ? uint64_t{1} : 0);
+  const uint64_t high = (set >> 128).any() ? uint64_t{1} << 63 : 0;
+  return {{low, (((set >> 64) & kWord).to_ullong() & ~(uint64_t{1} << 63)) | high}};
+}
+ByteSet bucket_bytes(int bucket) {
+  ByteSet set;
+  if (bucket == 127) {
+    for (size_t b = 128; b < 256; ++b) set.set(b);
+  } else {
+    set.set(static_cast<size_t>(bucket));
+    if (bucket == 0) set.set(0x7F);
+  }
+  return set;
 }
 
 // The bits of State::text_known / text_held at position 0 of the classes in `classes`.
@@ -283,6 +313,7 @@ Automaton::Automaton(const Grammar& grammar, const TokenVocab& vocab) : vocab_(v
   walk_states_.resize(vocab_.max_token_bytes() + 1);
   walk_context_.resize(vocab_.max_token_bytes() + 1);
   walk_on_loop_.resize(vocab_.max_token_bytes() + 1);
+  walk_class_at_.resize(vocab_.max_token_bytes() + 1);
 
   std::lock_guard<std::mutex> lock(mu_);
   context_node_ = node(context_pos, -1);
@@ -469,6 +500,34 @@ bool Automaton::loop_root(int32_t root, LoopRoot& loop) {
   return true;
 }
 
+bool Automaton::class_exits(int32_t state, int cls, ByteSet& exits) {
+  constexpr size_t kMaxPairs = 64;
+  const TextRuns& runs = text_runs();
+  std::vector<std::pair<int, int32_t>>& met = exit_pairs_;
+  met.assign(1, {0, state});
+  for (size_t k = 0; k < met.size(); ++k) {
+    const auto [at, s] = met[k];
+    if (states_[static_cast<size_t>(s)].context) return false;
+    const ByteSet took = taken(s);
+    ByteSet in_class;
+    for (int next = 0; next < TokenVocab::kTextPositions; ++next) in_class |= runs[cls][at][next];
+    exits |= took & ~in_class;
+    // Nothing to prune unless some ASCII byte dies at the root (the first pair).
+    if (k == 0 && ((took | in_class) & kAscii) == kAscii) return false;
+    for (int next = 0; next < TokenVocab::kTextPositions; ++next) {
+      for (ByteSet left = runs[cls][at][next] & took; left.any();) {
+        const auto b = static_cast<uint8_t>(left._Find_first());
+        left &= ~same_step(s, b);
+        const std::pair<int, int32_t> pair{next, step_locked(s, b)};
+        if (std::find(met.begin(), met.end(), pair) != met.end()) continue;
+        if (met.size() == kMaxPairs) return false;
+        met.push_back(pair);
+      }
+    }
+  }
+  return true;
+}
+
 const Automaton::LoopTokens& Automaton::loop_tokens(const ByteSet& bytes) {
   for (const LoopTokens& known : loop_masks_) {
     if (known.bytes == bytes) return known;
@@ -525,15 +584,9 @@ inline bool Automaton::loops_on(int32_t state, uint8_t first,
 
 bool Automaton::new_loops_on(int32_t state, uint8_t first, TokenVocab::ByteBuckets ask) {
   // The node's own byte first: the walk steps it anyway, and it fails most checks.
-  for (int bucket = std::min<int>(first, 127); bucket >= 0;) {
-    // Bucket 127 holds bytes 127-255: it loops when all of them do.
-    ByteSet left;
-    if (bucket < 127) {
-      left.set(static_cast<size_t>(bucket));
-    } else {
-      for (size_t b = 127; b < 256; ++b) left.set(b);
-    }
-    while (left.any()) {
+  for (int bucket = TokenVocab::bucket(first); bucket >= 0;) {
+    // A bucket of several bytes loops when all of them do.
+    for (ByteSet left = bucket_bytes(bucket); left.any();) {
       const auto b = static_cast<uint8_t>(left._Find_first());
       const ByteSet same = same_step(state, b);
       const bool loop = step_locked(state, b) == state;
@@ -950,6 +1003,19 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
     for (size_t w = 0; w < taken.size(); ++w) lm.allowed[w] |= taken[w];
   }
   walk_on_loop_[0] = looping;
+  // A root that lives through a class: on a path of the class's strings, a subtree without a
+  // byte that some state there takes outside the class (a JSON string's '"' and '\\') holds
+  // only class strings, in the mask already, and tokens that die on leaving the class.
+  TokenVocab::ByteBuckets exits{{0, 0}};
+  bool on_class = false;  // loop-invariant: the walks that do not prune skip the bookkeeping
+  if (whole_class >= 0 && budget < 0) {
+    ByteSet out;
+    if (class_exits(truncated, whole_class, out)) {
+      exits = buckets_meeting(out);
+      walk_class_at_[0] = 0;
+      on_class = true;
+    }
+  }
   // Inside a big first subtree whose state lives through a class (sub_class, up to node
   // sub_end): its class tokens are in the mask, its subtrees of class tokens only decided.
   int sub_class = -1;
@@ -967,6 +1033,15 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
         std::find(excluded.begin(), excluded.end(), i) == excluded.end()) {
       i = static_cast<size_t>(t.subtree_end);
       continue;
+    }
+    if (on_class && walk_class_at_[t.depth - 1] >= 0 &&
+        static_cast<size_t>(t.subtree_end) > i + 1 &&
+        text_next(whole_class, walk_class_at_[t.depth - 1], t.byte) >= 0) {  // a leaf: as is
+      const TokenVocab::ByteBuckets& below = vocab_.subtree_bytes(i);
+      if (!(below.bits[0] & exits.bits[0]) && !(below.bits[1] & exits.bits[1])) {
+        i = static_cast<size_t>(t.subtree_end);
+        continue;
+      }
     }
     if (walk_on_loop_[t.depth - 1] && loop.bytes[t.byte]) {
       // Its tokens are B's; the others die on their first byte outside B unless it is an exit.
@@ -1031,6 +1106,12 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
     }
     walk_states_[t.depth] = below;
     walk_on_loop_[t.depth] = 0;
+    if (on_class) {
+      walk_class_at_[t.depth] =
+          static_cast<int8_t>(walk_class_at_[t.depth - 1] < 0
+                                  ? -1
+                                  : text_next(whole_class, walk_class_at_[t.depth - 1], t.byte));
+    }
     const bool ctx = walk_context_[t.depth - 1] || states_[static_cast<size_t>(s)].context;
     walk_context_[t.depth] = ctx;
     for (const TokenId id : vocab_.node_tokens(i)) {

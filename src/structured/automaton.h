@@ -209,6 +209,12 @@ class Automaton {
   const LoopTokens& loop_tokens(const ByteSet& bytes);
   // The same by a walk of the trie (TokenVocab::tokens_within() declined), into `mask`.
   void walk_within(const ByteSet& bytes, std::vector<uint32_t>& mask) const;
+  // Adds to `exits` the bytes outside class `cls` (bit index) that some state met on the
+  // class's strings from `state` (each (position in a run, state) pair) takes; false when one
+  // of them pops into the context, too many are met, or no ASCII byte dies from `state` (an
+  // XML value takes every byte: then only class subtrees, decided anyway, hold no exit). For
+  // a state that lives through the class: a token leaving it on any other byte dies there.
+  bool class_exits(int32_t state, int cls, ByteSet& exits);
   // The bytes some stack of `state` takes (a superset of those that do not step to kDead).
   ByteSet taken(int32_t state) const;
   int32_t step_locked(int32_t state, uint8_t byte);
@@ -272,7 +278,11 @@ class Automaton {
   std::vector<int32_t> walk_states_;   // per trie depth: the state there
   std::vector<uint8_t> walk_context_;  // per trie depth: CONTEXT reached on the way
   std::vector<uint8_t> walk_on_loop_;  // per trie depth: the path so far is of LoopRoot::bytes
-  LoopRoot loop_root_;                 // scratch of walk()
+  // Per trie depth: the position in a run of the root's class after the path so far, -1 when
+  // it left the class (or no class_exits() apply).
+  std::vector<int8_t> walk_class_at_;
+  std::vector<std::pair<int, int32_t>> exit_pairs_;  // scratch of class_exits()
+  LoopRoot loop_root_;                               // scratch of walk()
   int32_t initial_ = kDead;
 };
 

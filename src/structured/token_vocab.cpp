@@ -130,8 +130,8 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<TokenId
   for (size_t i = trie_.size(); i-- > 0;) {
     uint16_t deepest = trie_[i].depth;
     ByteBuckets bytes{{0, 0}};
-    const int bucket = std::min<int>(trie_[i].byte, 127);
-    bytes.bits[bucket >> 6] |= uint64_t{1} << (bucket & 63);
+    const int b = bucket(trie_[i].byte);
+    bytes.bits[b >> 6] |= uint64_t{1} << (b & 63);
     const auto end = static_cast<size_t>(trie_[i].subtree_end);
     for (size_t j = i + 1; j < end; j = static_cast<size_t>(trie_[j].subtree_end)) {
       deepest = std::max(deepest, trie_[j].subtree_depth);

@@ -129,10 +129,12 @@ class TokenVocab {
     return std::span(class_tokens_up_to_)
         .subspan((static_cast<size_t>(cls) * kShortMasks + chars) * mask_words(), mask_words());
   }
-  // A set of bytes coarsened to 128 buckets: bytes 0-126 one each, the rest one bucket.
+  // A set of bytes coarsened to 128 buckets: bytes 1-126 one each, NUL and DEL one (both
+  // rare in tokens), the bytes past ASCII one.
   struct ByteBuckets {
     uint64_t bits[2];  // bit b % 64 of word b / 64: bucket b
   };
+  static int bucket(uint8_t byte) { return byte == 0x7F ? 0 : byte < 0x80 ? byte : 127; }
   // The buckets of the bytes on trie node `node`'s edge and on every path below it: a walk in
   // a state that every one of them leads back to takes the whole subtree.
   const ByteBuckets& subtree_bytes(size_t node) const { return subtree_bytes_[node]; }
