@@ -528,6 +528,16 @@ bool Automaton::class_exits(int32_t state, int cls, ByteSet& exits) {
   return true;
 }
 
+bool Automaton::budget_exits(int cls, ByteSet& exits) const {
+  const TextRuns& runs = text_runs();
+  for (const BudgetPair& p : budget_pairs_) {
+    ByteSet in_class;
+    for (int next = 0; next < TokenVocab::kTextPositions; ++next) in_class |= runs[cls][p.at][next];
+    exits |= taken(p.state) & ~in_class;
+  }
+  return true;
+}
+
 const Automaton::LoopTokens& Automaton::loop_tokens(const ByteSet& bytes) {
   for (const LoopTokens& known : loop_masks_) {
     if (known.bytes == bytes) return known;
@@ -1008,13 +1018,15 @@ void Automaton::walk(int32_t root, LocalMask& lm, size_t min_len) {
   // only class strings, in the mask already, and tokens that die on leaving the class.
   TokenVocab::ByteBuckets exits{{0, 0}};
   bool on_class = false;  // loop-invariant: the walks that do not prune skip the bookkeeping
-  if (whole_class >= 0 && budget < 0) {
-    ByteSet out;
-    if (class_exits(truncated, whole_class, out)) {
-      exits = buckets_meeting(out);
-      walk_class_at_[0] = 0;
-      on_class = true;
-    }
+  // Within a budget likewise, from the pairs its search met: a class string past the budget
+  // dies, and so does a token leaving the class after at most the budget's characters on a
+  // byte none of them takes.
+  ByteSet out;
+  if (budget >= 0 ? budget_exits(whole_class, out)
+                  : whole_class >= 0 && class_exits(truncated, whole_class, out)) {
+    exits = buckets_meeting(out);
+    walk_class_at_[0] = 0;
+    on_class = true;
   }
   // Inside a big first subtree whose state lives through a class (sub_class, up to node
   // sub_end): its class tokens are in the mask, its subtrees of class tokens only decided.

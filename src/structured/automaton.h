@@ -215,6 +215,9 @@ class Automaton {
   // XML value takes every byte: then only class subtrees, decided anyway, hold no exit). For
   // a state that lives through the class: a token leaving it on any other byte dies there.
   bool class_exits(int32_t state, int cls, ByteSet& exits);
+  // The same over the pairs the last successful text_budget() met (no pair there pops into the
+  // context, or it would have failed).
+  bool budget_exits(int cls, ByteSet& exits) const;
   // The bytes some stack of `state` takes (a superset of those that do not step to kDead).
   ByteSet taken(int32_t state) const;
   int32_t step_locked(int32_t state, uint8_t byte);
