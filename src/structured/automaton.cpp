@@ -446,7 +446,7 @@ ByteSet Automaton::same_step(int32_t state, uint8_t byte) const {
   return same;
 }
 
-ByteSet Automaton::taken(int32_t state) const {
+inline ByteSet Automaton::taken(int32_t state) const {
   ByteSet set;
   for (int32_t x : states_[static_cast<size_t>(state)].stacks) {
     set |= byte_sets_[static_cast<size_t>(
@@ -746,11 +746,7 @@ bool Automaton::holds_class(int32_t state, int cls, int at) {
     text_pairs_.push_back(TextPair{a, s, id, true});
     text_stack_.push_back(id);
     text_frames_.push_back(TextFrame{id, 0, runs[cls][a][0]});
-    ByteSet stepped;  // the bytes some stack's top takes
-    for (int32_t x : states_[static_cast<size_t>(s)].stacks) {
-      stepped |= byte_sets_[static_cast<size_t>(
-          elems_[static_cast<size_t>(nodes_[static_cast<size_t>(x)].first)].arg)];
-    }
+    const ByteSet stepped = taken(s);
     for (int next = 0; next < TokenVocab::kTextPositions; ++next) {
       if ((runs[cls][a][next] & ~stepped).any()) return false;
     }
@@ -848,11 +844,7 @@ bool Automaton::budget_from(int at, int32_t state, int cls, size_t chars, int& l
   // lo < hi anywhere makes the root's lo < hi too (both add up along the path): give up as
   // soon as it shows, first from the bytes that step no stack (dead, found without a step),
   // before following one that lives (a whitespace count would make its run of states).
-  ByteSet stepped;
-  for (int32_t x : states_[static_cast<size_t>(state)].stacks) {
-    stepped |= byte_sets_[static_cast<size_t>(
-        elems_[static_cast<size_t>(nodes_[static_cast<size_t>(x)].first)].arg)];
-  }
+  const ByteSet stepped = taken(state);
   for (int next = 0; next < TokenVocab::kTextPositions; ++next) {
     if ((runs[cls][at][next] & ~stepped).any()) l = begun - 1;
   }
