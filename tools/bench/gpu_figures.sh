@@ -117,7 +117,8 @@ for m in vision:
           f"{t['images_encoded']} encodes for {t['requests']} requests")
     print(f"  video {v['frames']} frames -> grid {v['grid']}: processor {v['processor_ms']:.1f} ms, "
           f"tower {v['tower_ms']:.1f} ms, {v['patches_per_s']:.0f} patches/s")
-    print("  CPU " + ", ".join(f"{x['threads']} threads {x['ms_per_image']:.2f} ms/image" for x in c))
+    print("  CPU " + ", ".join(f"{x['threads']} threads {x['ms_per_image']:.2f} ms/image" for x in c)
+          + f"; JPEG decode alone {j.get('cpu_decode_ms', float('nan')):.2f} ms")
 sys.exit(1 if bad else 0)
 PY
 cat "$summary"

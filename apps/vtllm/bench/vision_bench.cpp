@@ -16,6 +16,7 @@
 #include "engine/llm_engine.h"
 #include "engine/model_runner.h"
 #include "models/registry.h"
+#include "multimodal/image.h"
 #include "multimodal/image_processor.h"
 #include "multimodal/media_pool.h"
 #include "multimodal/media_processor.h"
@@ -392,6 +393,17 @@ std::string run_vision_bench(const VisionBenchConfig& c) {
                       {"images_per_s", count / (wall * 1e-3)}});
     }
     out["cpu"] = rows;
+    // The serial part of an image's processing: its decode alone, on this thread.
+    std::vector<double> decode;
+    for (int i = 0; i < 20; ++i) {
+      const auto t0 = Clock::now();
+      const multimodal::Image img = multimodal::decode_image(jpegs[size_t(i) % jpegs.size()]);
+      decode.push_back(ms_since(t0));
+      VT_REQUIRE(img.width == c.image_size, "bench vision: decoded width");
+    }
+    std::printf("  of which JPEG decode alone: %.2f ms per image (one thread, median of 20)\n",
+                median(decode));
+    out["cpu_decode_ms"] = median(decode);
   }
   return out.dump(2) + "\n";
 }
