@@ -1183,13 +1183,18 @@ void Automaton::fill_mask(int32_t state, std::span<uint32_t> bitmask) {
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  state = canonical(state);
+  const std::vector<uint32_t>& mask = cached_mask(canonical(state));
+  std::copy(mask.begin(), mask.end(), bitmask.begin());
+}
+
+const std::vector<uint32_t>& Automaton::cached_mask(int32_t state) {
   auto it = masks_.find(state);
   if (it == masks_.end()) {
     std::vector<uint32_t> mask;
     compute_mask(state, mask);
     if (mask_bytes_ + mask.size() * 4 > kMaskCacheBytes) {
       masks_.clear();
+      only_tokens_.clear();
       local_masks_.clear();
       loop_masks_.clear();
       mask_bytes_ = 0;
@@ -1197,7 +1202,26 @@ void Automaton::fill_mask(int32_t state, std::span<uint32_t> bitmask) {
     mask_bytes_ += mask.size() * 4;
     it = masks_.emplace(state, std::move(mask)).first;
   }
-  std::copy(it->second.begin(), it->second.end(), bitmask.begin());
+  return it->second;
+}
+
+int32_t Automaton::only_token(int32_t state) {
+  if (state < 0) return -1;
+  std::lock_guard<std::mutex> lock(mu_);
+  state = canonical(state);
+  if (auto it = only_tokens_.find(state); it != only_tokens_.end()) return it->second;
+  const std::vector<uint32_t>& mask = cached_mask(state);
+  int32_t only = -1;
+  for (size_t w = 0; w < mask.size(); ++w) {
+    if (mask[w] == 0) continue;
+    if (only >= 0 || std::popcount(mask[w]) != 1) {
+      only = -1;
+      break;
+    }
+    only = int32_t(w * 32 + size_t(std::countr_zero(mask[w])));
+  }
+  only_tokens_.emplace(state, only);
+  return only;
 }
 
 size_t Automaton::num_states() {

@@ -62,6 +62,9 @@ class Automaton {
   // Writes state's token mask (stop tokens set iff accepting) into
   // bitmask[0, vocab.mask_words()).
   void fill_mask(int32_t state, std::span<uint32_t> bitmask);
+  // The one token state's mask allows, or -1 when it allows none or several (kDead:
+  // -1); counted once per cached mask.
+  int32_t only_token(int32_t state);
 
   // Statistics, for benchmarks: states, cached full masks, cached
   // context-independent masks (of truncated states).
@@ -225,6 +228,8 @@ class Automaton {
   // The bytes whose step from `state` is the same as byte's.
   ByteSet same_step(int32_t state, uint8_t byte) const;
   void compute_mask(int32_t state, std::vector<uint32_t>& mask);
+  // The canonical state's full mask, computed and cached on first use (mu_ held).
+  const std::vector<uint32_t>& cached_mask(int32_t state);
 
   const TokenVocab& vocab_;
   std::vector<Elem> elems_;
@@ -244,6 +249,7 @@ class Automaton {
   IdSlots state_ids_{size_t{1} << 12};
   std::vector<int32_t> trans_;  // states_ x 256; -2 = not computed yet
   std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
+  std::unordered_map<int32_t, int32_t> only_tokens_;    // only_token(), by canonical state
   std::unordered_map<int32_t, LocalMask> local_masks_;  // by truncated state
   std::vector<LoopTokens> loop_masks_;                  // loop_tokens()
   int32_t context_node_ = -1;

@@ -1,7 +1,6 @@
 // CompiledGrammar and Matcher over the Automaton.
 #include "structured/matcher.h"
 
-#include <bit>
 
 #include "base/error.h"
 #include "structured/automaton.h"
@@ -56,21 +55,10 @@ std::vector<TokenId> Matcher::forced_tokens(size_t max_tokens) const {
   const TokenVocab& vocab = grammar_->vocab();
   Automaton& a = grammar_->automaton();
   std::vector<TokenId> out;
-  std::vector<uint32_t> mask(vocab.mask_words());
   int32_t state = terminated_ ? Automaton::kDead : state_;
   while (out.size() < max_tokens && state != Automaton::kDead) {
-    a.fill_mask(state, mask);
-    int bits = 0;
-    size_t word = 0;
-    for (size_t w = 0; w < mask.size() && bits < 2; ++w) {
-      if (mask[w]) {
-        bits += std::popcount(mask[w]);
-        word = w;
-      }
-    }
-    if (bits != 1) break;
-    const auto id =
-        static_cast<TokenId>(word * 32 + static_cast<size_t>(std::countr_zero(mask[word])));
+    const int32_t id = a.only_token(state);  // cached per state after the first ask
+    if (id < 0) break;
     out.push_back(id);
     state = vocab.is_stop(id) ? Automaton::kDead : a.step_bytes(state, vocab.bytes(id));
   }
