@@ -169,6 +169,7 @@ EngineParts build_engine(const EngineArgs& a) {
       a.num_gpu_blocks_override.value_or(blocks_per_seq * std::min<int64_t>(a.max_num_seqs, 16)) +
       1);
   ec.kv_cache.enable_prefix_caching = a.enable_prefix_caching;
+  ec.jump_forward = a.jump_forward;
   // One GDN state slot per running request (a dense model's runner ignores them).
   ec.kv_cache.num_state_slots = int32_t(a.max_num_seqs);
   {

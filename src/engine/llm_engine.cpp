@@ -202,6 +202,23 @@ bool any_allowed(std::span<const uint32_t> words, int64_t vocab) {
 
 }  // namespace
 
+bool LlmEngine::append_forced_run(RequestOutput& o, const Request& r, TokenConstraint& c) {
+  // Only where nothing but the constraint masks the next tokens: there the forced token
+  // is what sampling would give.
+  const SamplingParams& p = r.params;
+  if (p.logprobs || p.allowed_token_ids || !p.bad_words_token_ids.empty() ||
+      r.num_output_tokens() < p.min_tokens)
+    return false;
+  std::vector<int32_t> run = c.forced_tokens(kMaxForcedRun);
+  size_t n = 0;
+  while (n < run.size() && c.accept(run[n])) ++n;  // each is the only token allowed
+  if (n == 0) return false;
+  run.resize(n);
+  scheduler_.append_outputs(o, run);
+  forced_tokens_ += int64_t(n);
+  return true;
+}
+
 void LlmEngine::fill_masks(vt::SampleBatch& batch,
                            std::span<const std::shared_ptr<TokenConstraint>> cs, int64_t vocab,
                            std::vector<std::string>& errors) {
@@ -289,7 +306,7 @@ std::vector<EngineOutput> LlmEngine::step() {
     VT_CHECK(it != tracked_.end(), "engine: output for untracked request '", o.id, "'");
     const int k = sample_of[o.index];
     // The eos or stop token that the scheduler ended it with has no text.
-    const bool drop_last = o.finished && o.finish_reason == FinishReason::kStop;
+    bool drop_last = o.finished && o.finish_reason == FinishReason::kStop;
     std::string error;
     if (k >= 0 && constraints[size_t(k)] && !o.new_token_ids.empty()) {
       TokenConstraint& c = *constraints[size_t(k)];
@@ -308,6 +325,17 @@ std::vector<EngineOutput> LlmEngine::step() {
         o.finished = true;
         o.finish_reason = FinishReason::kError;
         o.stop_token.reset();
+      }
+    }
+    if (config_.jump_forward && error.empty() && !o.finished && k >= 0 && constraints[size_t(k)] &&
+        !o.new_token_ids.empty()) {
+      if (append_forced_run(o, *out.requests[o.index].request, *constraints[size_t(k)]) &&
+          o.finished)
+        drop_last = o.finish_reason == FinishReason::kStop;
+      if (!o.finished && constraints[size_t(k)]->terminated()) {
+        scheduler_.finish_request(o.id, RequestStatus::kFinishedStopped);
+        o.finished = true;
+        o.finish_reason = FinishReason::kStop;
       }
     }
     std::vector<SampleResult> lps;

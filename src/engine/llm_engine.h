@@ -40,6 +40,13 @@ struct EngineConfig {
   SamplerConfig sampler;
   // eos of config.json and generation_config.json (eos_token_id may be a list there).
   std::vector<int32_t> eos_token_ids;
+  // Jump-forward: after a constrained request's sampled token, append the run of tokens
+  // its TokenConstraint forces (each the only one allowed) without sampling them; the
+  // next step computes them as one chunk. The tokens are those sampling would give, but
+  // they draw no random numbers (a seeded request's later samples differ from a run
+  // without it). Requests with logprobs, allowed_token_ids, bad_words or min_tokens not
+  // yet reached sample every token.
+  bool jump_forward = false;
 };
 
 struct EngineOutput {
@@ -104,6 +111,8 @@ class LlmEngine {
   EncoderCacheStats encoder_cache_stats() const { return scheduler_.encoder_cache_stats(); }
   int64_t total_scheduled_tokens() const { return total_scheduled_tokens_; }
   const MaskStats& mask_stats() const { return mask_stats_; }
+  // Tokens appended by jump-forward (EngineConfig::jump_forward) so far.
+  int64_t forced_tokens() const { return forced_tokens_; }
 
  private:
   struct Tracked {
@@ -126,6 +135,10 @@ class LlmEngine {
   // constraint throws or allows nothing gets an all-allowed mask and its error.
   void fill_masks(vt::SampleBatch& batch, std::span<const std::shared_ptr<TokenConstraint>> cs,
                   int64_t vocab, std::vector<std::string>& errors);
+  // Jump-forward: appends c's forced run (at most kMaxForcedRun tokens, each accepted by
+  // c) to o's request r when nothing else masks its tokens; true when it appended any.
+  bool append_forced_run(RequestOutput& o, const Request& r, TokenConstraint& c);
+  static constexpr size_t kMaxForcedRun = 64;
 
   EngineConfig config_;
   std::unique_ptr<ModelExecutor> executor_;
@@ -135,6 +148,7 @@ class LlmEngine {
   std::unordered_map<std::string, Tracked> tracked_;               // by internal id
   std::unordered_map<std::string, std::vector<std::string>> children_;  // caller id -> internal ids
   int64_t total_scheduled_tokens_ = 0;
+  int64_t forced_tokens_ = 0;
   MaskStats mask_stats_;
   MaskWorker mask_worker_;  // last member: joined first, while the rest is alive
 };

@@ -355,6 +355,26 @@ std::vector<RequestOutput> Scheduler::update_from_output(const SchedulerOutput& 
   return outs;
 }
 
+void Scheduler::append_outputs(RequestOutput& o, std::span<const int32_t> tokens) {
+  auto it = requests_.find(o.id);
+  VT_CHECK(it != requests_.end() && it->second->status == RequestStatus::kRunning && !o.finished,
+           "scheduler: append_outputs to request '", o.id, "', which is not running");
+  Request& r = *it->second;
+  for (int32_t t : tokens) {
+    r.append_output(t);
+    o.new_token_ids.push_back(t);
+    if (check_stop(r)) break;
+  }
+  if (r.finished()) {
+    const RequestStatus st = r.status;
+    r.status = RequestStatus::kRunning;  // finish() removes it from the running list
+    finish(&r, st);
+    o.finished = true;
+    o.finish_reason = finish_reason_of(st);
+    o.stop_token = r.stop_token;
+  }
+}
+
 SchedulerStats Scheduler::stats() const {
   SchedulerStats s;
   s.num_waiting = static_cast<int>(waiting_.size());

@@ -125,6 +125,11 @@ class Scheduler {
 
   std::vector<RequestOutput> update_from_output(const SchedulerOutput& output,
                                                 const SampledTokens& sampled);
+  // Appends `tokens` to the output of o's request (running, as update_from_output left
+  // it) under the same stopping rules, one at a time, and adds them to o; a stop ends
+  // the request as update_from_output would (o.finished, its reason and stop token).
+  // The next schedule() computes them with the request's last sampled token.
+  void append_outputs(RequestOutput& o, std::span<const int32_t> tokens);
 
   // Ends a request now with a finished status (abort, or a stop string found by
   // the engine), freeing its blocks and slot. False when unknown or already finished.

@@ -28,6 +28,9 @@ class StartAfterToken : public TokenConstraint {
     return true;
   }
   bool terminated() const override { return open_ && inner_->terminated(); }
+  std::vector<int32_t> forced_tokens(size_t max) const override {
+    return open_ ? inner_->forced_tokens(max) : std::vector<int32_t>{};
+  }
 
  private:
   std::shared_ptr<TokenConstraint> inner_;

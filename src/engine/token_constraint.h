@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 namespace vtllm::engine {
 
@@ -31,6 +32,13 @@ class TokenConstraint {
   // True once nothing more may follow: the engine ends the request with kStop after
   // the token that completed it (that token's text is part of the output).
   virtual bool terminated() const = 0;
+  // The tokens that must come next, in order, each the only one this constraint allows
+  // at its position (at most max; empty when the next position has a choice). Does not
+  // advance. EngineConfig::jump_forward appends them without sampling.
+  virtual std::vector<int32_t> forced_tokens(size_t max) const {
+    (void)max;
+    return {};
+  }
 };
 
 // Makes a fresh constraint for one sample of a request from its prompt ids (n > 1 calls

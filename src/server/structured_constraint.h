@@ -99,6 +99,10 @@ class GrammarConstraint : public engine::TokenConstraint {
   bool accept(int32_t token) override { return matcher_.accept_token(token); }
   // True once a stop token was accepted.
   bool terminated() const override { return matcher_.is_terminated(); }
+  // The grammar's forced run from here (structured::Matcher::forced_tokens).
+  std::vector<int32_t> forced_tokens(size_t max) const override {
+    return matcher_.forced_tokens(max);
+  }
 
  private:
   structured::Matcher matcher_;

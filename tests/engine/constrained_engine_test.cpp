@@ -3,8 +3,8 @@
 // rejection, an empty mask, a throwing mask) hold on every output token, end requests
 // as their contract says, run on the mask worker thread, and leave unconstrained rows
 // of the same batch token-equal to a run without the constrained ones; a constraint
-// gated by start_after_token starts after its token. Also allowed_token_ids and
-// bad_words end to end.
+// gated by start_after_token starts after its token; jump-forward appends forced runs
+// as sampling would. Also allowed_token_ids and bad_words end to end.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -86,6 +86,33 @@ class Sequence final : public Checked {
   size_t pos_ = 0;
 };
 
+// A script of positions, each free (-1: any token) or one forced token, then
+// terminated; forced_tokens reports the run of forced positions ahead.
+class Script final : public Checked {
+ public:
+  explicit Script(std::vector<int32_t> script) : script_(std::move(script)) {}
+  bool terminated() const override { return pos_ == script_.size(); }
+  std::vector<int32_t> forced_tokens(size_t max) const override {
+    std::vector<int32_t> run;
+    for (size_t i = pos_; i < script_.size() && script_[i] >= 0 && run.size() < max; ++i)
+      run.push_back(script_[i]);
+    return run;
+  }
+
+ private:
+  void fill(std::span<uint32_t> w) override {
+    const int32_t t = script_.at(pos_);
+    if (t >= 0) return allow(w, t);
+    for (int32_t u = 0; u < kVocab; ++u) allow(w, u);
+  }
+  bool take(int32_t t) override {
+    const int32_t want = script_.at(pos_++);
+    return want < 0 || t == want;
+  }
+  std::vector<int32_t> script_;
+  size_t pos_ = 0;
+};
+
 // Allows everything; misbehaves at token number `at` (0-based) as `how` says.
 class Faulty final : public Checked {
  public:
@@ -120,9 +147,11 @@ struct Req {
 struct RunResult {
   std::map<std::pair<std::string, int>, Outcome> out;
   MaskStats masks;
+  int steps = 0;              // engine.step() calls until every request finished
+  int64_t forced_tokens = 0;  // LlmEngine::forced_tokens
 };
 
-RunResult run(const std::vector<Req>& reqs) {
+RunResult run(const std::vector<Req>& reqs, bool jump_forward = false) {
   const std::string dir = std::string(VTLLM_SOURCE_DIR) + "/tests/fixtures/qwen3_5-tiny-r2";
   EngineConfig cfg;
   cfg.scheduler.max_num_batched_tokens = 64;
@@ -132,6 +161,7 @@ RunResult run(const std::vector<Req>& reqs) {
   cfg.kv_cache.num_blocks = 400;
   cfg.kv_cache.num_state_slots = 16;
   cfg.sampler.seed = 9;
+  cfg.jump_forward = jump_forward;
   auto runner = ModelRunner::load(dir, cfg.kv_cache);
   EXPECT_EQ(runner->vocab_size(), kVocab);
   if (!needs_state_slots(runner->model())) cfg.kv_cache.num_state_slots = 0;
@@ -141,6 +171,7 @@ RunResult run(const std::vector<Req>& reqs) {
   for (int guard = 0; engine.has_unfinished(); ++guard) {
     EXPECT_LT(guard, 1000) << "the engine does not finish";
     if (guard >= 1000) break;
+    ++res.steps;
     for (const EngineOutput& o : engine.step()) {
       Outcome& c = res.out[{o.request_id, o.index}];
       c.tokens.insert(c.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
@@ -155,6 +186,7 @@ RunResult run(const std::vector<Req>& reqs) {
   EXPECT_EQ(st.kv.num_free_blocks, st.kv.num_blocks);
   EXPECT_EQ(st.kv.num_free_state_slots, st.kv.num_state_slots);
   res.masks = engine.mask_stats();
+  res.forced_tokens = engine.forced_tokens();
   return res;
 }
 
@@ -231,6 +263,47 @@ TEST(ConstrainedEngine, SequenceThenTerminateEndsWithStop) {
       EXPECT_EQ(o.reason, FinishReason::kStop) << id << " " << i;
       EXPECT_EQ(o.finals, 1) << id << " " << i;
     }
+}
+
+TEST(ConstrainedEngine, JumpForwardAppendsForcedRunsAsSamplingWould) {
+  // Free positions (-1) between forced runs, one run at the start, and a run that
+  // max_tokens cuts (the "cut" request stops at its 12th token, inside a run).
+  const std::vector<int32_t> script = {-1, 17, 300, 2,  -1, -1, 9,  9,  9,
+                                       9,  -1, 40,  41, 42, 43, 44, -1, 7};
+  const std::vector<int32_t> lead = {3, 4, 5, -1, 6, -1, -1, 8};
+  auto with = [](std::vector<int32_t> sc, float temp, int64_t max, std::optional<uint64_t> seed) {
+    SamplingParams p = params(temp, max, seed);
+    p.constraint = [sc](std::span<const int32_t>) { return std::make_shared<Script>(sc); };
+    return p;
+  };
+  const std::vector<Req> reqs = {{"greedy", prompt(1), with(script, 0.0f, 30, {})},
+                                 {"lead", prompt(2), with(lead, 0.0f, 30, {})},
+                                 {"cut", prompt(3), with(script, 0.0f, 12, {})},
+                                 {"seeded", prompt(4), with(script, 0.9f, 30, 11)},
+                                 {"free", prompt(0), params(0.0f, 5)}};
+  const RunResult off = run(reqs), on = run(reqs, true);
+  // Greedy: the same tokens and ends either way; the forced runs cost no steps of their own.
+  for (const char* id : {"greedy", "lead", "cut", "free"}) {
+    EXPECT_EQ(on.out.at({id, 0}).tokens, off.out.at({id, 0}).tokens) << id;
+    EXPECT_EQ(on.out.at({id, 0}).reason, off.out.at({id, 0}).reason) << id;
+    EXPECT_EQ(on.out.at({id, 0}).finals, 1) << id;
+  }
+  EXPECT_EQ(on.out.at({"greedy", 0}).reason, FinishReason::kStop);
+  EXPECT_EQ(on.out.at({"greedy", 0}).tokens.size(), script.size());
+  EXPECT_EQ(on.out.at({"cut", 0}).reason, FinishReason::kLength);
+  EXPECT_EQ(on.out.at({"cut", 0}).tokens.size(), 12u);
+  // Seeded sampling draws no numbers for forced tokens: the script still holds.
+  const Outcome& seeded = on.out.at({"seeded", 0});
+  ASSERT_EQ(seeded.tokens.size(), script.size());
+  for (size_t i = 0; i < script.size(); ++i)
+    if (script[i] >= 0) {
+      EXPECT_EQ(seeded.tokens[i], script[i]) << "position " << i;
+    }
+  EXPECT_EQ(off.forced_tokens, 0);
+  EXPECT_GT(on.forced_tokens, 20);
+  EXPECT_LT(on.steps, off.steps);
+  std::printf("bench: jump-forward: %d steps against %d, %lld tokens forced\n", on.steps, off.steps,
+              (long long)on.forced_tokens);
 }
 
 TEST(ConstrainedEngine, FaultsEndTheRequestWithAnError) {
@@ -399,7 +472,8 @@ TEST(ConstrainedEngine, BadWordStringsAreTokenizedAsVllm) {
     banned.bad_words = {tok.decode(std::vector<int32_t>{t}, false)};
     hit.clear();
     for (const auto& ids : resolve_bad_words(banned, &tok).bad_words_token_ids)
-      if (ids.size() == 1 && std::count(free_run.begin(), free_run.end(), ids[0])) hit.push_back(ids[0]);
+      if (ids.size() == 1 && std::count(free_run.begin(), free_run.end(), ids[0]))
+        hit.push_back(ids[0]);
     if (!hit.empty()) break;
   }
   ASSERT_FALSE(hit.empty()) << "no output token is a one-token word";
