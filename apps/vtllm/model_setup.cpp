@@ -26,7 +26,7 @@ std::vector<std::string> model_value_flags() {
 
 std::vector<std::string> model_bool_flags() {
   return {"language-model-only", "enable-prefix-caching", "no-enable-prefix-caching",
-          "enforce-eager", "no-jump-forward"};
+          "enforce-eager", "jump-forward"};
 }
 
 const char* const kModelFlagsUsage =
@@ -51,8 +51,8 @@ const char* const kModelFlagsUsage =
     "  --enable-prefix-caching       reuse cached prompt blocks (default; hybrid models through\n"
     "                                GDN state snapshots)\n"
     "  --no-enable-prefix-caching    do not\n"
-    "  --no-jump-forward             sample a grammar's forced tokens one step each (default:\n"
-    "                                append a forced run at once, computed in one step)\n"
+    "  --jump-forward                append a grammar's forced run of tokens at once, computed\n"
+    "                                in one step (default: sampled one step each, as vLLM)\n"
     "  --state-snapshot-budget B     hybrid: memory for GDN state snapshots, a fraction of the\n"
     "                                cache memory (default 0.1) or bytes (8GiB, 512MiB, 4096)\n"
     "  --state-snapshot-stride N     hybrid: also snapshot every N prompt tokens, a multiple of\n"
@@ -124,7 +124,7 @@ engine::EngineArgs model_flags_from_args(const Args& args, const std::string& di
   VT_REQUIRE(!(args.has("enable-prefix-caching") && args.has("no-enable-prefix-caching")),
            "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
   f.enable_prefix_caching = !args.has("no-enable-prefix-caching");
-  f.jump_forward = !args.has("no-jump-forward");
+  f.jump_forward = args.has("jump-forward");
   if (auto budget = args.get("state-snapshot-budget")) parse_snapshot_budget(*budget, f);
   f.state_snapshot_stride = args.get_int("state-snapshot-stride", f.state_snapshot_stride);
   f.chat_template_file = args.get_or("chat-template", "");

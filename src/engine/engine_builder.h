@@ -38,7 +38,7 @@ struct EngineArgs {
   int64_t max_num_batched_tokens = 2048;
   std::optional<int64_t> num_gpu_blocks_override;  // KV blocks (excluding the null block)
   bool enable_prefix_caching = true;
-  bool jump_forward = true;  // EngineConfig::jump_forward (--no-jump-forward: off)
+  bool jump_forward = false;  // EngineConfig::jump_forward (--jump-forward)
   // Hybrid prefix caching: the GDN state snapshots' memory, state_snapshot_bytes when
   // set, else this share of the cache memory (KV blocks + snapshots when the blocks are
   // given: CPU, or --num-gpu-blocks-override; else of what the CUDA cache plan leaves

@@ -141,7 +141,7 @@ class TestServer {
     ec.kv_cache.block_size = 16;
     ec.kv_cache.num_blocks = o.max_num_seqs * (o.max_model_len / 16) + 1;
     ec.eos_token_ids = {4098};
-    ec.jump_forward = true;  // as vtllm serve runs (EngineArgs::jump_forward)
+    ec.jump_forward = true;  // vtllm serve --jump-forward: the server tests cover it
     const int64_t vocab = int64_t(tokenizer_.id_end());
     std::unique_ptr<engine::ModelExecutor> model;
     if (o.real_model) {
