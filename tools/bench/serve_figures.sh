@@ -21,7 +21,8 @@
 #
 # Environment: VTLLM (/tmp/vtllm-build/vtllm), HF (/tmp/vtllm-bench/hf), DEVICE (cuda),
 # BENCH_ARGS (appended to the ab and so clients, e.g. "--token-range 10,4000" for a
-# small vocabulary). A CPU smoke run: DEVICE=cpu HF=models/tiny-qwen3.5 PARTS="ab so"
+# small vocabulary), SO_SERVE_ARGS (appended to the so part's server, e.g.
+# "--jump-forward"). A CPU smoke run: DEVICE=cpu HF=models/tiny-qwen3.5 PARTS="ab so"
 # AB_PROMPTS=8 SO_PROMPTS=16 SO_C=8 BENCH_ARGS="--token-range 10,4000" VTLLM=build/vtllm.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -92,7 +93,8 @@ if [[ " $parts " == *" so "* ]]; then
   schema='{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"address":{"type":"object","properties":{"city":{"type":"string"},"zip":{"type":"string","pattern":"^[0-9]{5}$"}},"required":["city","zip"],"additionalProperties":false}},"required":["name","age","tags","address"],"additionalProperties":false}'
   # Compact JSON: under vLLM's default whitespace rule random weights fill the output with spaces.
   json_body="{\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"person\", \"schema\": $schema}}, \"structured_outputs\": {\"disable_any_whitespace\": true}}"
-  if serve "$OUT/so.server.log" --max-model-len 1024; then
+  # shellcheck disable=SC2086
+  if serve "$OUT/so.server.log" --max-model-len 1024 ${SO_SERVE_ARGS:-}; then
     for run in ${SO_RUNS:-free-1 json-1 free-2 json-2}; do
       extra='{}'
       [[ $run == json* ]] && extra=$json_body
