@@ -337,19 +337,7 @@ std::vector<RequestOutput> Scheduler::update_from_output(const SchedulerOutput& 
     o.num_prompt_tokens = r.num_prompt_tokens();
     o.num_cached_tokens = r.num_cached_tokens;
     o.first_scheduled = r.first_scheduled;
-    for (int32_t t : sampled.tokens[i]) {
-      r.append_output(t);
-      o.new_token_ids.push_back(t);
-      if (check_stop(r)) break;
-    }
-    if (r.finished()) {
-      const RequestStatus st = r.status;
-      r.status = RequestStatus::kRunning;  // finish() removes it from the running list
-      finish(&r, st);
-      o.finished = true;
-      o.finish_reason = finish_reason_of(st);
-      o.stop_token = r.stop_token;
-    }
+    append(r, sampled.tokens[i], o);
     outs.push_back(std::move(o));
   }
   return outs;
@@ -359,7 +347,10 @@ void Scheduler::append_outputs(RequestOutput& o, std::span<const int32_t> tokens
   auto it = requests_.find(o.id);
   VT_CHECK(it != requests_.end() && it->second->status == RequestStatus::kRunning && !o.finished,
            "scheduler: append_outputs to request '", o.id, "', which is not running");
-  Request& r = *it->second;
+  append(*it->second, tokens, o);
+}
+
+void Scheduler::append(Request& r, std::span<const int32_t> tokens, RequestOutput& o) {
   for (int32_t t : tokens) {
     r.append_output(t);
     o.new_token_ids.push_back(t);

@@ -148,6 +148,9 @@ class Scheduler {
 
  private:
   bool check_stop(Request& r) const;
+  // Appends tokens to r's output until a stopping rule ends it (then finished, with o
+  // saying how), adding each to o.
+  void append(Request& r, std::span<const int32_t> tokens, RequestOutput& o);
   size_t next_waiting() const;
   Request* pick_victim() const;
   void preempt(Request* victim);
