@@ -107,6 +107,20 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi, __half) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
+// Output columns col and col + 1 (col even, < head_dim) at element offset at of p.out:
+// one packed store when p.out_pairs, else each rounded to out's dtype (col + 1 only
+// when inside head_dim).
+template <class T>
+__device__ __forceinline__ void store_out_pair(const Params& p, int64_t at, int col, float lo,
+                                               float hi) {
+  if (p.out_pairs) {
+    *reinterpret_cast<uint32_t*>(static_cast<T*>(p.out) + at + col) = pack2(lo, hi, T());
+  } else {
+    store_f32(p.out, p.out_dtype, at + col, lo);
+    if (col + 1 < p.head_dim) store_f32(p.out, p.out_dtype, at + col + 1, hi);
+  }
+}
+
 // Rows [row0, row0 + rows) of one head's [tokens, head_dim] view (src: the head's first
 // element, token stride ts) into a [rows][Dp + 8] tile; rows at or past `valid` and
 // columns at or past head_dim are zeros. vec: 16-byte cp.async (the caller commits and
@@ -308,13 +322,7 @@ __global__ void __launch_bounds__(kThreads, 2) segment_attention_kernel(Params p
       for (int n = 0; n < Dp / 8; ++n) {
         const int col = n * 8 + quad_col;
         if (col >= p.head_dim) continue;
-        const float lo = acc[mt][n][2 * i] * inv, hi = acc[mt][n][2 * i + 1] * inv;
-        if (p.out_pairs) {
-          *reinterpret_cast<uint32_t*>(static_cast<T*>(p.out) + at + col) = pack2(lo, hi, T());
-        } else {
-          store_f32(p.out, p.out_dtype, at + col, lo);
-          if (col + 1 < p.head_dim) store_f32(p.out, p.out_dtype, at + col + 1, hi);
-        }
+        store_out_pair<T>(p, at, col, acc[mt][n][2 * i] * inv, acc[mt][n][2 * i + 1] * inv);
       }
     }
 }

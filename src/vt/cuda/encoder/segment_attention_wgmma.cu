@@ -265,13 +265,7 @@ __global__ void __launch_bounds__(kWgThreads, kWgCtasPerSm)
     for (int n = 0; n < Dn / 8; ++n) {
       const int col = n * 8 + quad_col;
       if (col >= p.head_dim) continue;
-      const float lo = o[4 * n + 2 * i] * inv, hi = o[4 * n + 2 * i + 1] * inv;
-      if (p.out_pairs) {
-        *reinterpret_cast<uint32_t*>(static_cast<T*>(p.out) + at + col) = pack2(lo, hi, T());
-      } else {
-        store_f32(p.out, p.out_dtype, at + col, lo);
-        if (col + 1 < p.head_dim) store_f32(p.out, p.out_dtype, at + col + 1, hi);
-      }
+      detail::store_out_pair<T>(p, at, col, o[4 * n + 2 * i] * inv, o[4 * n + 2 * i + 1] * inv);
     }
   }
 #endif
