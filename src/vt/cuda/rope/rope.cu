@@ -19,6 +19,7 @@
 #include "vt/cuda/check.h"
 #include "vt/cuda/common.cuh"
 #include "vt/cuda/rope.h"
+#include "vt/cuda/row_chunks.cuh"
 #include "vt/cuda/stream_state.h"
 
 namespace vt::cuda {
@@ -112,12 +113,6 @@ __global__ void __launch_bounds__(kThreads) rope_neox_vec4_kernel(RopeParams p) 
   }
 }
 
-// Every row start of r is a multiple of `align` bytes.
-bool rows_aligned(const RowsRef& r, int64_t align) {
-  return reinterpret_cast<uintptr_t>(r.data) % uintptr_t(align) == 0 && r.row_bytes % align == 0 &&
-         (!r.two_level || r.outer_bytes % align == 0);
-}
-
 struct CosSinParams {
   const void* positions;
   bool positions_i64;
@@ -170,8 +165,8 @@ void rope_neox(Stream& s, const Rows& x, const Tensor& cos_sin, int64_t heads, c
   StreamState& st = s.cuda_state();
   set_device(st);
   const bool narrow = x.dtype == out.dtype && (x.dtype == DType::kBF16 || x.dtype == DType::kF16);
-  // 8-byte x/out pieces at j and j + R/2; 16-byte table pieces (rows of R floats).
-  if (narrow && p.tail == 0 && p.half % 4 == 0 && rows_aligned(p.x, 8) && rows_aligned(p.out, 8) &&
+  // 8-byte x/out pieces (4 elements) at j and j + R/2; 16-byte table pieces (rows of R floats).
+  if (narrow && p.tail == 0 && rows_vec_ok(p.x, p.half, 4) && rows_vec_ok(p.out, p.half, 4) &&
       reinterpret_cast<uintptr_t>(p.cos_sin) % 16 == 0) {
     const int64_t groups = p.rows * (p.half / 4);
     if (x.dtype == DType::kBF16)
