@@ -36,6 +36,14 @@ void bench_rows(int64_t n) {
       time_ms([&] { vt::cuda::layer_norm(*g_gpu, rows(x), w, b, 1e-6f, rows(y)); }),
       2.0 * double(n * kWidth) * 2, 0);
   {
+    // The residual step: h and r read, h and the normalised row written. h grows by r each
+    // repeat; LayerNorm does not care.
+    vt::Tensor r = rand_gpu({n, kWidth}, vt::DType::kBF16, 0.01, 3);
+    row("add_layer_norm bf16 [" + tokens + ", 1152]",
+        time_ms([&] { vt::cuda::add_layer_norm(*g_gpu, rows(x), rows(r), w, b, 1e-6f, rows(y)); }),
+        4.0 * double(n * kWidth) * 2, 0);
+  }
+  {
     vt::Tensor h = rand_gpu({n, kMlp}, vt::DType::kBF16), o = rand_gpu({n, kMlp}, vt::DType::kBF16);
     row("gelu tanh bf16 [" + tokens + ", 4304]",
         time_ms([&] { vt::cuda::gelu(*g_gpu, rows(h), vt::GeluKind::kTanh, rows(o)); }),

@@ -43,6 +43,20 @@ void bench_gemm() {
             " N=" + std::to_string(s.n),
         time_ms([&] { vt::linear(*g_gpu, x, w, out); }), bytes, 2.0 * double(s.m * s.n * s.k));
   }
+  // The vision tower's fc1 (one 1024 x 1024 image: 4096 patches, 1152 -> 4304, bf16 bias):
+  // linear then gelu against linear_gelu (cuBLASLt's GELU_BIAS epilogue).
+  const int64_t m = 4096, k = 1152, n = 4304;
+  vt::Tensor x = rand_gpu({m, k}, vt::DType::kBF16), w = rand_gpu({n, k}, vt::DType::kBF16, 0.03f);
+  vt::Tensor bias = rand_gpu({n}, vt::DType::kBF16), out = rand_gpu({m, n}, vt::DType::kBF16);
+  const double bytes = 2.0 * double(m * k + n * k + m * n), flops = 2.0 * double(m * n * k);
+  row("tower fc1 linear + gelu M=4096 K=1152 N=4304", time_ms([&] {
+        vt::linear(*g_gpu, x, w, out, bias);
+        vt::gelu(*g_gpu, out, vt::GeluKind::kTanh, out);
+      }),
+      bytes, flops);
+  row("tower fc1 linear_gelu M=4096 K=1152 N=4304",
+      time_ms([&] { vt::linear_gelu(*g_gpu, x, w, bias, vt::GeluKind::kTanh, out); }), bytes,
+      flops);
 }
 
 // Decode projections (bf16, L2 cold) at M = 1..64 through both CUDA paths, skinny

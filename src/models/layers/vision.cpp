@@ -43,8 +43,10 @@ void linear(vt::Stream& s, const vt::Tensor& x, const VisionLinear& l, vt::Tenso
   vt::linear(s, x, l.weight, out, l.bias);
 }
 
-void layer_norm(vt::Stream& s, const vt::Tensor& x, const VisionLayerNorm& n, vt::Tensor& out) {
-  vt::layer_norm(s, x, n.weight, n.bias, kLayerNormEps, out);
+// h += r, then out = LN(h) with n's parameters.
+void add_layer_norm(vt::Stream& s, vt::Tensor& h, const vt::Tensor& r, const VisionLayerNorm& n,
+                    vt::Tensor& out) {
+  vt::add_layer_norm(s, h, r, n.weight, n.bias, kLayerNormEps, out);
 }
 
 // The f32 rotation rounded once to dt, in place (§12.3).
@@ -192,11 +194,10 @@ Qwen3_5VisionTower::Qwen3_5VisionTower(const io::VisionConfig& config, ParamSink
   patch_dim_ = v.in_channels * v.temporal_patch_size * v.patch_size * v.patch_size;
 }
 
-void Qwen3_5VisionTower::block(vt::Stream& s, const VisionBlockParams& b, const vt::Tensor& cos_sin,
-                               const vt::Tensor& cu_seqlens, vt::Tensor& h) const {
+void Qwen3_5VisionTower::block(vt::Stream& s, const VisionBlockParams& b,
+                               const VisionLayerNorm& next, const vt::Tensor& cos_sin,
+                               const vt::Tensor& cu_seqlens, vt::Tensor& h, vt::Tensor& u) const {
   const int64_t n = h.size(0), hidden = config_.hidden_size, heads = config_.num_heads;
-  vt::Tensor u = vt::Tensor::empty({n, hidden}, dtype_, device_);
-  layer_norm(s, h, b.norm1, u);
   vt::Tensor qkv = vt::Tensor::empty({n, 3 * hidden}, dtype_, device_);
   linear(s, u, b.qkv, qkv);
   auto part = [&](int64_t i) {
@@ -207,14 +208,13 @@ void Qwen3_5VisionTower::block(vt::Stream& s, const VisionBlockParams& b, const 
   rope_2d(s, qkv.slice(1, 0, 2 * hidden).reshape({n, 2 * heads, head_dim_}), cos_sin);
   vt::Tensor o = vt::Tensor::empty({n, heads, head_dim_}, dtype_, device_);
   vt::segment_attention(s, q, k, v, cu_seqlens, 1.0f / std::sqrt(float(head_dim_)), o);
-  linear(s, o.view({n, hidden}), b.proj, u);
-  vt::add(s, h, u, h);
-  layer_norm(s, h, b.norm2, u);
+  vt::Tensor r = vt::Tensor::empty({n, hidden}, dtype_, device_);
+  linear(s, o.view({n, hidden}), b.proj, r);
+  add_layer_norm(s, h, r, b.norm2, u);
   vt::Tensor f = vt::Tensor::empty({n, config_.intermediate_size}, dtype_, device_);
-  linear(s, u, b.fc1, f);
-  vt::gelu(s, f, block_act_, f);
-  linear(s, f, b.fc2, u);
-  vt::add(s, h, u, h);
+  vt::linear_gelu(s, u, b.fc1.weight, b.fc1.bias, block_act_, f);
+  linear(s, f, b.fc2, r);
+  add_layer_norm(s, h, r, next, u);
 }
 
 vt::Tensor Qwen3_5VisionTower::encode(vt::Stream& s, const vt::Tensor& pixel_values,
@@ -261,17 +261,19 @@ vt::Tensor Qwen3_5VisionTower::encode(vt::Stream& s, const vt::Tensor& pixel_val
   vt::linear(s, x, params_.patch_weight, h, params_.patch_bias);
   vt::Tensor pos = vt::Tensor::empty({n, v.hidden_size}, dtype_, device_);
   vt::weighted_gather(s, params_.pos_embed, idx, weight, pos);
-  vt::add(s, h, pos, h);
-
-  for (const VisionBlockParams& b : params_.blocks) block(s, b, cos_sin, cu_seqlens, h);
-
-  // Merger: LayerNorm per patch, merge^2 consecutive patches as one row, exact-erf GELU.
+  // u: the LayerNorm of h that the next block (or the merger) starts from.
+  const std::vector<VisionBlockParams>& blocks = params_.blocks;
   vt::Tensor u = vt::Tensor::empty({n, v.hidden_size}, dtype_, device_);
-  layer_norm(s, h, params_.merger_norm, u);
+  add_layer_norm(s, h, pos, blocks.empty() ? params_.merger_norm : blocks[0].norm1, u);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    block(s, blocks[i], i + 1 < blocks.size() ? blocks[i + 1].norm1 : params_.merger_norm,
+          cos_sin, cu_seqlens, h, u);
+
+  // Merger: merge^2 consecutive normalised patches as one row, exact-erf GELU.
   const int64_t rows = n / (m * m), wide = v.hidden_size * m * m;
   vt::Tensor f = vt::Tensor::empty({rows, wide}, dtype_, device_);
-  linear(s, u.view({rows, wide}), params_.merger_fc1, f);
-  vt::gelu(s, f, vt::GeluKind::kErf, f);
+  vt::linear_gelu(s, u.view({rows, wide}), params_.merger_fc1.weight, params_.merger_fc1.bias,
+                  vt::GeluKind::kErf, f);
   vt::Tensor out = vt::Tensor::empty({rows, v.out_hidden_size}, dtype_, device_);
   linear(s, f, params_.merger_fc2, out);
   return out;

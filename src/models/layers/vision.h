@@ -7,8 +7,11 @@
 //   P = weighted_gather(pos_embed, bilinear taps of each item's grid)  (host-built taps)
 //   per block: u = LN1(H); qkv = R(u . Wqkv^T + b); q, k = R(rope2d(q, k) in f32)
 //              H += R(segment_attention(q, k, v) . Wproj^T + b)         (§12.3, §12.4)
-//              H += fc2(R(gelu_tanh(fc1(LN2(H)))))
-//   merger:    out = fc2(R(gelu_erf(fc1(LN(H) grouped by merge^2 rows))))  (§12.5)
+//              H += fc2(R(gelu_tanh(u . Wfc1^T + b))) with u = LN2(H)
+//   merger:    out = fc2(R(gelu_erf(LN(H) grouped by merge^2 rows . Wfc1^T + b)))  (§12.5)
+// Each fc1's GELU runs on its f32 sum (vt::linear_gelu: one rounding where the oracle
+// rounds the product first), each residual add with the LayerNorm after it
+// (vt::add_layer_norm, bit-equal to the two ops).
 // Attention segments are one temporal index of one item (h*w patches each).
 // Any depth, width, head count (head_dim a multiple of 4), patch, merge size, and
 // num_position_embeddings (a perfect square) work.
@@ -40,8 +43,11 @@ class Qwen3_5VisionTower final : public VisionTower {
                     const std::vector<VisionGrid>& grids) override;
 
  private:
-  void block(vt::Stream& s, const VisionBlockParams& b, const vt::Tensor& cos_sin,
-             const vt::Tensor& cu_seqlens, vt::Tensor& h) const;
+  // One block on h [N, hidden], u = LN1(h) on entry; on return u = next(h), the
+  // LayerNorm after the block (the next block's LN1 or the merger's).
+  void block(vt::Stream& s, const VisionBlockParams& b, const VisionLayerNorm& next,
+             const vt::Tensor& cos_sin, const vt::Tensor& cu_seqlens, vt::Tensor& h,
+             vt::Tensor& u) const;
 
   io::VisionConfig config_;
   VisionTowerParams params_;

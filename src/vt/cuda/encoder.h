@@ -12,6 +12,9 @@ namespace vt::cuda {
 
 void layer_norm(Stream& s, const Rows& x, const Tensor& w, const Tensor& b, float eps,
                 const Rows& out);
+// h = R(h + r) in place, then out = layer_norm(h): one kernel (layer_norm's, reading r).
+void add_layer_norm(Stream& s, const Rows& h, const Rows& r, const Tensor& w, const Tensor& b,
+                    float eps, const Rows& out);
 void gelu(Stream& s, const Rows& x, GeluKind kind, const Rows& out);
 // table: [V, D] rows; idx [N, K] i32, weight [N, K] f32, out [N, D]: contiguous, device.
 void weighted_gather(Stream& s, const Rows& table, const Tensor& idx, const Tensor& weight,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "vt/ops/encoder.h"
 #include "vt/stream.h"
 #include "vt/tensor.h"
 
@@ -83,5 +84,11 @@ void linear_skinny(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bi
 // one rounding pass, so out is always rounded once.
 void linear_cublaslt(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias,
                      const Tensor& out);
+
+// out = gelu(x . w^T (+ bias)), vt/ops/gemm.h's linear_gelu: cuBLASLt's GELU epilogue where
+// it applies (kTanh, x and w of one dtype, out theirs or f32, bias of out's dtype and
+// 16-byte aligned), else linear_cublaslt into f32 and the gelu kernel.
+void linear_gelu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, GeluKind kind,
+                 const Tensor& out);
 
 }  // namespace vt::cuda

@@ -27,10 +27,11 @@ cuda::HeadsArg heads_arg(const Tensor& t) {
 
 }  // namespace
 
-void layer_norm(Stream& s, const Tensor& x, const Tensor& w, const Tensor& b, float eps,
-                Tensor& out) {
-  OpScope prof(s, "layer_norm");
-  const char* op = "layer_norm";
+namespace {
+
+// layer_norm's checks of x, w, b and out (the op named `op`).
+void check_layer_norm(Stream& s, const char* op, const Tensor& x, const Tensor& w,
+                      const Tensor& b, float eps, const Tensor& out) {
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(w, op, "w", kActDTypes);
   expect_dtype(b, op, "b", kActDTypes);
@@ -43,13 +44,47 @@ void layer_norm(Stream& s, const Tensor& x, const Tensor& w, const Tensor& b, fl
   VT_CHECK(b.is_contiguous(), op, ": b ", b.str(), " must be contiguous");
   VT_CHECK(eps >= 0.0f, op, ": eps ", eps, " is negative");
   expect_device(s, op, {&x, &w, &b, &out});
-  expect_no_partial_alias(x, out, op, "x");
   expect_no_alias(w, out, op, "w");
   expect_no_alias(b, out, op, "b");
+}
+
+}  // namespace
+
+void layer_norm(Stream& s, const Tensor& x, const Tensor& w, const Tensor& b, float eps,
+                Tensor& out) {
+  OpScope prof(s, "layer_norm");
+  const char* op = "layer_norm";
+  check_layer_norm(s, op, x, w, b, eps, out);
+  expect_no_partial_alias(x, out, op, "x");
   Rows xr = rows_view(x, op, "x"), outr = rows_view(out, op, "out");
   if (s.device().is_cpu()) return cpu::layer_norm(s, xr, w, b, eps, outr);
 #if VTLLM_WITH_CUDA
   cuda::layer_norm(s, xr, w, b, eps, outr);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void add_layer_norm(Stream& s, Tensor& h, const Tensor& r, const Tensor& w, const Tensor& b,
+                    float eps, Tensor& out) {
+  OpScope prof(s, "add_layer_norm");
+  const char* op = "add_layer_norm";
+  check_layer_norm(s, op, h, w, b, eps, out);
+  expect_dtype(r, op, "r", kActDTypes);
+  expect_shape(r, op, "r", h.shape());
+  expect_device(s, op, {&r});
+  expect_no_partial_alias(r, h, op, "r");
+  expect_no_alias(h, out, op, "h");
+  expect_no_alias(r, out, op, "r");
+  expect_no_alias(w, h, op, "w");
+  expect_no_alias(b, h, op, "b");
+  Rows hr = rows_view(h, op, "h"), rr = rows_view(r, op, "r"), outr = rows_view(out, op, "out");
+  if (s.device().is_cpu()) {
+    cpu::binary(s, cpu::Binary::kAdd, hr, rr, hr);
+    return cpu::layer_norm(s, hr, w, b, eps, outr);
+  }
+#if VTLLM_WITH_CUDA
+  cuda::add_layer_norm(s, hr, rr, w, b, eps, outr);
 #else
   no_backend(op, s.device());
 #endif

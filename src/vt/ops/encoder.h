@@ -20,6 +20,13 @@ namespace vt {
 void layer_norm(Stream& s, const Tensor& x, const Tensor& w, const Tensor& b, float eps,
                 Tensor& out);
 
+// The residual step before a LayerNorm: h = R(h + r) in place (add's one rounding to h's
+// dtype), then out = layer_norm(h, w, b, eps) of the rounded h. Bit-equal to add(h, r, h)
+// followed by layer_norm on every backend; CUDA reads h and r once for both. r has h's
+// shape and may be h itself; out has h's shape and must not overlap h or r.
+void add_layer_norm(Stream& s, Tensor& h, const Tensor& r, const Tensor& w, const Tensor& b,
+                    float eps, Tensor& out);
+
 // kTanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (gelu_pytorch_tanh)
 // kErf:  0.5 x (1 + erf(x / sqrt(2)))                      (nn.GELU(), exact)
 enum class GeluKind { kTanh, kErf };

@@ -1,5 +1,6 @@
 #include "vt/ops/gemm.h"
 
+#include "vt/cpu/encoder.h"
 #include "vt/cpu/kernels.h"
 #include "vt/ops/args.h"
 #include "vt/ops/copy.h"
@@ -10,9 +11,11 @@
 
 namespace vt {
 
-void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tensor& bias) {
-  OpScope prof(s, "linear");
-  const char* op = "linear";
+namespace {
+
+// linear's checks, and the profiled cost of the op.
+void check_linear(Stream& s, OpScope& prof, const char* op, const Tensor& x, const Tensor& w,
+                  const Tensor& out, const Tensor& bias) {
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(w, op, "w", kActDTypes);
   expect_dtype(out, op, "out", kActDTypes);
@@ -34,10 +37,38 @@ void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tens
                       m * n * double(out.itemsize()),
                   2 * m * n * k);
   }
+}
+
+}  // namespace
+
+void linear(Stream& s, const Tensor& x, const Tensor& w, Tensor& out, const Tensor& bias) {
+  OpScope prof(s, "linear");
+  const char* op = "linear";
+  check_linear(s, prof, op, x, w, out, bias);
   Rows xr = rows_view(x, op, "x"), wr = rows_view(w, op, "w"), outr = rows_view(out, op, "out");
   if (s.device().is_cpu()) return cpu::linear(s, xr, wr, bias, outr);
 #if VTLLM_WITH_CUDA
   cuda::linear(s, x, w, bias, out);
+#else
+  no_backend(op, s.device());
+#endif
+}
+
+void linear_gelu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, GeluKind kind,
+                 Tensor& out) {
+  OpScope prof(s, "linear_gelu");
+  const char* op = "linear_gelu";
+  check_linear(s, prof, op, x, w, out, bias);
+  Rows xr = rows_view(x, op, "x"), wr = rows_view(w, op, "w"), outr = rows_view(out, op, "out");
+  if (s.device().is_cpu()) {
+    // The f32 sum, then the GELU on it and out's one rounding.
+    Tensor acc = out.dtype() == DType::kF32 ? out : Tensor::empty(out.shape(), DType::kF32);
+    Rows accr = rows_view(acc, op, "acc");
+    cpu::linear(s, xr, wr, bias, accr);
+    return cpu::gelu(s, accr, kind, outr);
+  }
+#if VTLLM_WITH_CUDA
+  cuda::linear_gelu(s, x, w, bias, kind, out);
 #else
   no_backend(op, s.device());
 #endif

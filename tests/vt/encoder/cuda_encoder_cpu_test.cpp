@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cuda_compare.h"
+#include "vt/ops/activation.h"
 #include "vt/ops/copy.h"
 #include "vt/ops/encoder.h"
 
@@ -58,6 +59,38 @@ TEST(CudaEncoderCpu, LayerNormAndGeluMatchCpuArm) {
           std::string(kind == GeluKind::kTanh ? "gelu tanh " : "gelu erf ") + dtype_name(dt));
     }
   }
+}
+
+// add_layer_norm on CUDA: h byte for byte as the CPU's add (one f32 sum, one rounding), out
+// as layer_norm's tolerance, and bit-equal to CUDA's own add then layer_norm. Rows of 1152
+// (one span in registers) and of 20000 (re-read spans), one r in the scalar layout.
+TEST(CudaEncoderCpu, AddLayerNormMatchesCpuAndTheComposition) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  uint64_t seed = 30;
+  for (DType dt : {DType::kBF16, DType::kF32})
+    for (int64_t d : {int64_t(1152), int64_t(20000), int64_t(1001)}) {
+      const int64_t n = 70;
+      const std::string what = std::string("add_layer_norm ") + dtype_name(dt) + " d " +
+                               std::to_string(d);
+      const Tensor h0 = randn({n, d}, dt, 2.0, seed++), r = randn({n, d}, dt, 1.0, seed++);
+      const Tensor w = randn({d}, dt, 1.0, seed++), b = randn({d}, dt, 0.5, seed++);
+      Tensor h_cpu = Tensor::empty({n, d}, dt), out_cpu = Tensor::empty({n, d}, dt);
+      copy(s.cpu, h0, h_cpu);
+      add_layer_norm(s.cpu, h_cpu, r, w, b, 1e-6f, out_cpu);
+      Tensor h_gpu = s.up(h0), out_gpu = poisoned_gpu(s, {n, d}, dt);
+      const Tensor wg = s.up(w), bg = s.up(b), rg = s.up(r);
+      add_layer_norm(s.gpu, h_gpu, rg, wg, bg, 1e-6f, out_gpu);
+      const Tensor h_back = s.down(h_gpu);
+      EXPECT_EQ(std::memcmp(h_back.data_ptr(), h_cpu.data_ptr(), h_cpu.nbytes()), 0) << what;
+      expect_close(s, out_cpu, out_gpu, dt == DType::kF32 ? 1e-5 : kBf16Rel, 1e-5, what);
+
+      Tensor h_two = s.up(h0), out_two = poisoned_gpu(s, {n, d}, dt);
+      add(s.gpu, h_two, rg, h_two);
+      layer_norm(s.gpu, h_two, wg, bg, 1e-6f, out_two);
+      const Tensor a = s.down(out_gpu), c = s.down(out_two);
+      EXPECT_EQ(std::memcmp(a.data_ptr(), c.data_ptr(), a.nbytes()), 0) << what;
+    }
 }
 
 TEST(CudaEncoderCpu, WeightedGatherEqualsCpuArmByteForByte) {

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "cuda_compare.h"
+#include "vt/ops/activation.h"
 #include "vt/ops/copy.h"
 #include "vt/ops/encoder.h"
+#include "vt/ops/gemm.h"
 
 namespace vt {
 namespace {
@@ -107,6 +109,51 @@ TEST(EncoderOps, LayerNormInPlace) {
   EXPECT_NE(values(x), xv);
 }
 
+TEST(EncoderOps, AddLayerNormEqualsAddThenLayerNorm) {
+  Stream s(Device::cpu(), 2);
+  uint64_t seed = 150;
+  for (DType hdt : {DType::kF32, DType::kBF16})
+    for (DType rdt : {DType::kF32, DType::kBF16})
+      for (int64_t d : {1, 7, 1152}) {
+        const int64_t rows = 11;
+        Tensor wide = randn({rows, d + 3}, rdt, 2.0, seed++);
+        const Tensor r = wide.slice(1, 1, 1 + d);  // rows of stride d + 3
+        const Tensor h0 = randn({rows, d}, hdt, 3.0, seed++);
+        const Tensor w = randn({d}, DType::kBF16, 1.0, seed++);
+        const Tensor b = randn({d}, DType::kF32, 0.5, seed++);
+        Tensor h_ref = Tensor::empty({rows, d}, hdt), out_ref = poisoned({rows, d}, DType::kBF16);
+        copy(s, h0, h_ref);
+        add(s, h_ref, r, h_ref);
+        layer_norm(s, h_ref, w, b, 1e-6f, out_ref);
+        Tensor h = Tensor::empty({rows, d}, hdt), out = poisoned({rows, d}, DType::kBF16);
+        copy(s, h0, h);
+        add_layer_norm(s, h, r, w, b, 1e-6f, out);
+        const std::string what = std::string("add_layer_norm h ") + dtype_name(hdt) + " r " +
+                                 dtype_name(rdt) + " d " + std::to_string(d);
+        EXPECT_EQ(std::memcmp(h.data_ptr(), h_ref.data_ptr(), h.nbytes()), 0) << what;
+        EXPECT_EQ(std::memcmp(out.data_ptr(), out_ref.data_ptr(), out.nbytes()), 0) << what;
+      }
+  // r may be h itself: h = 2 h.
+  Tensor h = randn({3, 40}, DType::kBF16, 1.0, 160);
+  const std::vector<double> hv = values(h);
+  const Tensor w = randn({40}, DType::kBF16, 1.0, 161), b = randn({40}, DType::kBF16, 1.0, 162);
+  Tensor out = poisoned({3, 40}, DType::kBF16);
+  add_layer_norm(s, h, h, w, b, 1e-6f, out);
+  std::vector<double> twice = hv;
+  for (double& v : twice) v *= 2;
+  EXPECT_EQ(values(h), twice);
+}
+
+TEST(EncoderOps, AddLayerNormRejectsOverlaps) {
+  Stream s(Device::cpu(), 1);
+  Tensor h = randn({4, 16}, DType::kBF16, 1.0, 170), r = randn({4, 16}, DType::kBF16, 1.0, 171);
+  const Tensor w = randn({16}, DType::kBF16, 1.0, 172), b = randn({16}, DType::kBF16, 1.0, 173);
+  expect_error([&] { add_layer_norm(s, h, r, w, b, 1e-6f, h); }, "add_layer_norm");
+  expect_error([&] { add_layer_norm(s, h, r, w, b, 1e-6f, r); }, "add_layer_norm");
+  Tensor short_r = randn({4, 15}, DType::kBF16, 1.0, 174), out = poisoned({4, 16}, DType::kBF16);
+  expect_error([&] { add_layer_norm(s, h, short_r, w, b, 1e-6f, out); }, "r");
+}
+
 TEST(EncoderOps, GeluBothKindsMatchDouble) {
   Stream s(Device::cpu(), 2);
   uint64_t seed = 200;
@@ -139,6 +186,39 @@ TEST(EncoderOps, GeluKindsDiffer) {
   const auto av = values(a), bv = values(b);
   for (size_t i = 0; i < av.size(); ++i) diff = std::max(diff, std::fabs(av[i] - bv[i]));
   EXPECT_GT(diff, 1e-4);
+}
+
+TEST(EncoderOps, LinearGeluMatchesDoubleWithOneRounding) {
+  Stream s(Device::cpu(), 2);
+  uint64_t seed = 180;
+  const int64_t m = 6, k = 40, n = 19;
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (DType odt : {DType::kF32, DType::kBF16})
+      for (GeluKind kind : {GeluKind::kTanh, GeluKind::kErf})
+        for (bool with_bias : {true, false}) {
+          const Tensor x = randn({m, k}, dt, 1.0, seed++);
+          const Tensor w = randn({n, k}, dt, 0.3, seed++);
+          const Tensor bias = with_bias ? randn({n}, DType::kF32, 1.0, seed++) : Tensor();
+          Tensor out = poisoned({m, n}, odt);
+          linear_gelu(s, x, w, bias, kind, out);
+          const std::vector<double> xv = values(x), wv = values(w);
+          const std::vector<double> bv = with_bias ? values(bias) : std::vector<double>(n, 0.0);
+          std::vector<double> want(size_t(m * n));
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double v = bv[size_t(j)];
+              for (int64_t c = 0; c < k; ++c) v += xv[size_t(i * k + c)] * wv[size_t(j * k + c)];
+              want[size_t(i * n + j)] =
+                  kind == GeluKind::kTanh
+                      ? 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)))
+                      : 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+            }
+          // bf16 out: one rounding (half an ulp) of the f32 value, not two.
+          expect_near_all(want, out, odt == DType::kF32 ? 2e-5 : 1.0 / 256, 1e-5,
+                          std::string("linear_gelu ") + dtype_name(dt) + "->" + dtype_name(odt) +
+                              (kind == GeluKind::kTanh ? " tanh" : " erf") +
+                              (with_bias ? " bias" : ""));
+        }
 }
 
 TEST(EncoderOps, WeightedGatherMatchesDouble) {

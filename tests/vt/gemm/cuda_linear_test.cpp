@@ -1,6 +1,6 @@
 // The CUDA linear op (the dispatch: cuBLASLt or the skinny kernel) against the CPU op at
 // model shapes, mixed dtypes, bias (in cuBLASLt's epilogue when it has out's dtype, else
-// added after) and strided x. Skipped without a GPU.
+// added after) and strided x; linear_gelu's epilogue and its fallback. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,6 +56,44 @@ TEST(CudaLinear, MatchesCpuAtModelShapes) {
     Tensor xg = s.up(xbig).slice(1, 0, c.k);
     linear(s.gpu, xg, s.up(w), got, c.bias ? s.up(bias) : Tensor());
     // f32 sums of K products in different orders: ~sqrt(K) 2^-24 of the output scale.
+    expect_close(s, want, got, c.out == DType::kF32 ? 1e-5 : kBf16Rel, 2e-5, what);
+  }
+}
+
+// linear_gelu on CUDA against the CPU op: the tower's fc1 (bf16 out, bf16 bias: cuBLASLt's
+// GELU_BIAS epilogue), f32 out with an f32 bias and without one (the GELU epilogues, held to
+// f32 sums so a GELU other than the tanh form shows: the forms differ by ~1e-4 at |x| = 2),
+// the erf form and mixed dtypes (the f32 product and the gelu pass).
+TEST(CudaLinear, LinearGeluMatchesCpu) {
+  VT_REQUIRE_GPU();
+  Streams s;
+  struct Case {
+    int64_t m, k, n;
+    DType x, w, out;
+    GeluKind kind;
+    bool bias;
+  };
+  const Case cases[] = {
+      {4096, 1152, 4304, DType::kBF16, DType::kBF16, DType::kBF16, GeluKind::kTanh, true},
+      {300, 1152, 4304, DType::kBF16, DType::kBF16, DType::kF32, GeluKind::kTanh, true},
+      {77, 256, 520, DType::kBF16, DType::kBF16, DType::kF32, GeluKind::kTanh, false},
+      {1024, 4608, 4608, DType::kBF16, DType::kBF16, DType::kBF16, GeluKind::kErf, true},
+      {33, 96, 72, DType::kF32, DType::kBF16, DType::kBF16, GeluKind::kTanh, true},
+  };
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    const std::string what = std::string("linear_gelu ") +
+                             (c.kind == GeluKind::kTanh ? "tanh " : "erf ") + dtype_name(c.x) +
+                             shape_str({c.m, c.k}) + " w " + dtype_name(c.w) +
+                             shape_str({c.n, c.k}) + " -> " + dtype_name(c.out) +
+                             (c.bias ? " +bias" : "");
+    const Tensor x = randn({c.m, c.k}, c.x, 1.0, seed++);
+    const Tensor w = randn({c.n, c.k}, c.w, 1.0 / std::sqrt(double(c.k)), seed++);
+    const Tensor bias = c.bias ? randn({c.n}, c.out, 1.0, seed++) : Tensor();
+    Tensor want = Tensor::empty({c.m, c.n}, c.out);
+    linear_gelu(s.cpu, x, w, bias, c.kind, want);
+    Tensor got = poisoned_gpu(s, {c.m, c.n}, c.out);
+    linear_gelu(s.gpu, s.up(x), s.up(w), c.bias ? s.up(bias) : Tensor(), c.kind, got);
     expect_close(s, want, got, c.out == DType::kF32 ? 1e-5 : kBf16Rel, 2e-5, what);
   }
 }

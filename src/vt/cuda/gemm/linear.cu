@@ -10,6 +10,8 @@
 // A bias of out's dtype is added in cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS: the
 // f32 accumulator plus the widened bias, rounded once), which is what the f32
 // accumulator + add_bias composition computes, without its [M, N] f32 round trip.
+// linear_gelu runs cuBLASLt's GELU epilogue (CUBLASLT_EPILOGUE_GELU[_BIAS], the tanh form)
+// the same way, on the f32 accumulator plus bias before the one rounding.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include "vt/cuda/check.h"
 #include "vt/cuda/elementwise.h"
+#include "vt/cuda/encoder.h"
 #include "vt/cuda/gemm.h"
 #include "vt/cuda/stream_state.h"
 #include "vt/ops/args.h"
@@ -29,7 +32,7 @@ struct PlanKey {
   int64_t m, n, k, ldx, ldw, ldo;
   DType in, out;
   uint8_t align_x, align_w, align_o;
-  bool bias;  // CUBLASLT_EPILOGUE_BIAS, the bias pointer set per call
+  cublasLtEpilogue_t epilogue;  // a *_BIAS one takes the bias pointer set per call
   bool operator==(const PlanKey&) const = default;
 };
 
@@ -39,7 +42,7 @@ struct PlanKeyHash {
     auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
     for (int64_t v : {p.m, p.n, p.k, p.ldx, p.ldw, p.ldo}) mix(uint64_t(v));
     mix(uint64_t(p.in) | uint64_t(p.out) << 8 | uint64_t(p.align_x) << 16 |
-        uint64_t(p.align_w) << 24 | uint64_t(p.align_o) << 32 | uint64_t(p.bias) << 40);
+        uint64_t(p.align_w) << 24 | uint64_t(p.align_o) << 32 | uint64_t(p.epilogue) << 40);
     return size_t(h);
   }
 };
@@ -97,11 +100,9 @@ const Plan& plan_for(StreamState& st, const PlanKey& key) {
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  if (key.bias) {
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                   sizeof epilogue));
-  }
+  if (key.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+    VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                   &key.epilogue, sizeof key.epilogue));
   VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, cuda_type(key.in), uint64_t(key.k),
                                              uint64_t(key.n), key.ldw));
   VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, cuda_type(key.in), uint64_t(key.k),
@@ -149,10 +150,14 @@ const Plan& plan_for(StreamState& st, const PlanKey& key) {
 // A leading dim cuBLASLt accepts: a single row may carry any stride.
 int64_t ld_of(const Tensor& t) { return t.size(0) == 1 ? t.size(1) : t.stride(0); }
 
-// out (dtype `in` or f32) = x . w^T (+ bias of out's dtype, when given), x and w both
-// of dtype `in`. False when cuBLASLt has no algorithm with the bias epilogue.
+// out (dtype `in` or f32) = act(x . w^T (+ bias of out's dtype, when given)), x and w
+// both of dtype `in`, act GELU (tanh) when `gelu`. False when cuBLASLt has no algorithm
+// for an epilogue other than the default; throws when it has none for the plain product.
 bool gemm(StreamState& st, const Tensor& x, const Tensor& w, const Tensor& out,
-          const Tensor* bias = nullptr) {
+          const Tensor* bias = nullptr, bool gelu = false) {
+  const cublasLtEpilogue_t epilogue =
+      gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+           : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
   const PlanKey key{x.size(0),
                     w.size(0),
                     x.size(1),
@@ -164,10 +169,10 @@ bool gemm(StreamState& st, const Tensor& x, const Tensor& w, const Tensor& out,
                     alignment(x.data_ptr()),
                     alignment(w.data_ptr()),
                     alignment(out.data_ptr()),
-                    bias != nullptr};
+                    epilogue};
   const Plan& p = plan_for(st, key);
   if (!p.ok) {
-    if (bias) return false;
+    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) return false;
     VT_THROW("linear (CUDA): cuBLASLt has no algorithm for [", key.m, ", ", key.k, "] x [", key.n,
              ", ", key.k, "]^T in ", dtype_name(key.in), " -> ", dtype_name(key.out));
   }
@@ -238,6 +243,26 @@ void linear_cublaslt(Stream& s, const Tensor& x, const Tensor& w, const Tensor& 
   } else if (!acc.may_alias(out)) {
     copy_strided(s, acc, out);
   }
+}
+
+void linear_gelu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias, GeluKind kind,
+                 const Tensor& out) {
+  const int64_t m = x.size(0), n = w.size(0), k = x.size(1);
+  if (m == 0 || n == 0) return;
+  StreamState& st = s.cuda_state();
+  set_device(st);
+  const DType in = x.dtype() == w.dtype() ? x.dtype() : DType::kF32;
+  const bool epilogue = kind == GeluKind::kTanh && k > 0 && x.dtype() == w.dtype() &&
+                        (out.dtype() == in || out.dtype() == DType::kF32) &&
+                        (!bias.defined() || (bias.dtype() == out.dtype() &&
+                                             alignment(bias.data_ptr()) == 16));
+  if (epilogue && gemm(st, operand(s, x, in), operand(s, w, in), out,
+                       bias.defined() ? &bias : nullptr, true))
+    return;
+  // The f32 sum (bias added), then the GELU pass and out's one rounding.
+  const Tensor acc = out.dtype() == DType::kF32 ? out : Tensor::empty({m, n}, DType::kF32, out.device());
+  linear_cublaslt(s, x, w, bias, acc);
+  gelu(s, rows_view(acc, "linear_gelu", "acc"), kind, rows_view(out, "linear_gelu", "out"));
 }
 
 }  // namespace vt::cuda
