@@ -10,6 +10,14 @@ Qwen3.5 text shape has no field set), with vocab_size overridden so a Qwen3 toke
 initialisation under a fixed seed, saved with save_pretrained (safetensors, bf16).
 vtllm, llama.cpp (after its converter) and transformers all load this one directory.
 
+A config with a vision_config (Qwen3_5ForConditionalGeneration and its MoE twin, e.g.
+bench/models/qwen3_5-default-vl) is built through AutoModelForImageTextToText, the
+vocabulary overrides go to its text_config, its vision ids become the tokenizer's own
+(<|vision_start|>, <|vision_end|>, <|image_pad|>, <|video_pad|>), and the directory gets
+the processor files a real Qwen3.5 checkpoint has, the ones the tiny VL fixtures carry
+(tools/oracle/vl_specs.py): preprocessor_config.json, video_preprocessor_config.json and
+Qwen3.5's chat_template.jinja (which outranks the Qwen3 template in tokenizer_config.json).
+
 One edit to the random model, so that greedy decoding emits valid UTF-8: the lm_head
 rows of every id whose token is not valid UTF-8 on its own (byte-level fragments of
 multi-byte characters: 1448 of Qwen3's 151643) and of the ids past the tokenizer's
@@ -22,10 +30,14 @@ import argparse
 import json
 import pathlib
 import shutil
+import sys
 import time
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "oracle"))
+import vl_specs  # noqa: E402  (torch-free: the VL fixtures' processor settings and template)
 
 
 def gpt2_byte_decoder():
@@ -57,6 +69,19 @@ def non_utf8_ids(tokenizer_json, vocab_size):
     return sorted(i for i in bad if i < vocab_size)
 
 
+def write_processor_files(out, config):
+    """The processor settings and chat template of a real Qwen3.5 checkpoint; and a
+    config.json whose text_config names every shape (llama.cpp's converters read
+    text_config.hidden_size and the layer counts from the file, not from transformers)."""
+    for name, settings in (("preprocessor_config.json", vl_specs.PREPROCESSOR),
+                           ("video_preprocessor_config.json", vl_specs.VIDEO_PREPROCESSOR)):
+        (out / name).write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    shutil.copy(pathlib.Path(vl_specs.REPO) / vl_specs.TEMPLATE_FILE, out / "chat_template.jinja")
+    written = json.loads((out / "config.json").read_text())
+    if "hidden_size" not in written.get("text_config", {}):
+        config.to_json_file(out / "config.json", use_diff=False)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", required=True)
@@ -71,20 +96,27 @@ def main():
     model_type = fields.pop("model_type")
     fields.pop("dtype", None)
     fields.pop("torch_dtype", None)
+    vision = "vision_config" in fields
     config = AutoConfig.for_model(model_type, **fields)
-    config.vocab_size = args.vocab_size
+    # The language model's config: the composite's text_config, or the config itself.
+    text = config.get_text_config() if vision else config
+    text.vocab_size = args.vocab_size
     tok_cfg = json.loads((pathlib.Path(args.tokenizer_dir) / "tokenizer_config.json").read_text())
     specials = {v["content"]: int(k) for k, v in tok_cfg.get("added_tokens_decoder", {}).items()}
     # Qwen3's ids: <|endoftext|> pads and begins, <|im_end|> ends; all inside the vocab.
-    config.bos_token_id = specials.get("<|endoftext|>", config.bos_token_id)
-    config.pad_token_id = specials.get("<|endoftext|>", config.pad_token_id)
-    config.eos_token_id = specials.get("<|im_end|>", config.eos_token_id)
+    text.bos_token_id = specials.get("<|endoftext|>", text.bos_token_id)
+    text.pad_token_id = specials.get("<|endoftext|>", text.pad_token_id)
+    text.eos_token_id = specials.get("<|im_end|>", text.eos_token_id)
     assert max(specials.values(), default=0) < args.vocab_size, "tokenizer ids exceed vocab_size"
+    if vision:
+        for key, value in vl_specs.vision_ids(args.tokenizer_dir).items():
+            setattr(config, key, value)
 
     torch.manual_seed(args.seed)
     t0 = time.time()
+    auto = AutoModelForImageTextToText if vision else AutoModelForCausalLM
     with torch.device(args.device):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+        model = auto.from_config(config, dtype=torch.bfloat16)
     bad = non_utf8_ids(pathlib.Path(args.tokenizer_dir) / "tokenizer.json", args.vocab_size)
     with torch.no_grad():
         model.get_output_embeddings().weight[torch.tensor(bad, device=args.device)] = 0
@@ -94,6 +126,8 @@ def main():
     model.save_pretrained(out, safe_serialization=True)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(pathlib.Path(args.tokenizer_dir) / name, out / name)
+    if vision:
+        write_processor_files(out, model.config)
     n = sum(t.numel() for t in model.parameters())
     print(f"make_dummy_hf_model: {type(model).__name__} {n} parameters, bf16, vocab {args.vocab_size} "
           f"-> {out} ({time.time() - t0:.0f} s)")
