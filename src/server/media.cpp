@@ -1,5 +1,7 @@
 #include "server/media.h"
 
+#include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
@@ -41,31 +43,46 @@ void parse_limit_mm_per_prompt(std::string_view json_text, MediaConfig& c) {
   }
 }
 
+namespace {
+
+// The 6-bit value of each byte in base64 and base64url ('+' '-' 62, '/' '_' 63), -1 for
+// every other byte.
+constexpr std::array<int8_t, 256> kBase64Values = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int i = 0; i < 26; ++i) t[size_t('A' + i)] = int8_t(i), t[size_t('a' + i)] = int8_t(26 + i);
+  for (int i = 0; i < 10; ++i) t[size_t('0' + i)] = int8_t(52 + i);
+  t[size_t('+')] = t[size_t('-')] = 62;
+  t[size_t('/')] = t[size_t('_')] = 63;
+  return t;
+}();
+
+}  // namespace
+
 std::optional<std::string> base64_decode(std::string_view s) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;  // base64url too
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
   while (!s.empty() && s.back() == '=') s.remove_suffix(1);
   if (s.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  out.reserve(s.size() / 4 * 3 + 2);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : s) {
-    const int v = value(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | uint32_t(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(char((acc >> bits) & 0xff));
-    }
+  const auto* in = reinterpret_cast<const uint8_t*>(s.data());
+  const size_t quads = s.size() / 4, rest = s.size() % 4;
+  std::string out(quads * 3 + (rest ? rest - 1 : 0), '\0');
+  char* o = out.data();
+  // Four characters to three bytes; a negative value anywhere marks a byte outside the
+  // alphabet.
+  for (size_t q = 0; q < quads; ++q, in += 4, o += 3) {
+    const int32_t a = kBase64Values[in[0]], b = kBase64Values[in[1]], c = kBase64Values[in[2]],
+                  d = kBase64Values[in[3]];
+    if ((a | b | c | d) < 0) return std::nullopt;
+    const uint32_t v = uint32_t(a) << 18 | uint32_t(b) << 12 | uint32_t(c) << 6 | uint32_t(d);
+    o[0] = char(v >> 16), o[1] = char(v >> 8), o[2] = char(v);
   }
+  // Two or three characters left: one or two bytes (their unused low bits are ignored).
+  uint32_t v = 0;
+  for (size_t i = 0; i < rest; ++i) {
+    const int32_t x = kBase64Values[in[i]];
+    if (x < 0) return std::nullopt;
+    v |= uint32_t(x) << (18 - 6 * i);
+  }
+  for (size_t i = 0; i + 1 < rest; ++i) o[i] = char(v >> (16 - 8 * i));
   return out;
 }
 

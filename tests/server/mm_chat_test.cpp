@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -373,6 +374,19 @@ TEST(MediaUrls, Base64AndLimits) {
   EXPECT_FALSE(base64_decode("a b=").has_value());
   for (const std::string s : {"", "x", "xy", "xyz", "hello world \xff\x01"})
     EXPECT_EQ(base64_decode(data_url(s).substr(data_url(s).find(',') + 1)), s);
+  // Every length mod 3, every byte value, over whole quads and both tails.
+  std::mt19937 rng(7);
+  for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(255), size_t(256), size_t(257),
+                   size_t(100000)}) {
+    std::string bytes(n, '\0');
+    for (char& c : bytes) c = char(rng() & 0xff);
+    const std::string url = data_url(bytes);
+    EXPECT_EQ(base64_decode(url.substr(url.find(',') + 1)), bytes) << n << " bytes";
+  }
+  EXPECT_EQ(base64_decode("-_-_"), base64_decode("+/+/"));  // base64url's two characters
+  EXPECT_EQ(base64_decode("+/+/"), std::string("\xfb\xff\xbf"));
+  for (const char* bad : {"aGVs!G8=", "aG=sbG8=", "aGVsbG8*", "aGVsbG\n8", "aGVsbG8 "})
+    EXPECT_FALSE(base64_decode(bad).has_value()) << bad;
   MediaConfig c;
   parse_limit_mm_per_prompt(R"({"image": 4, "video": 1})", c);
   EXPECT_EQ(c.limit_images, 4);

@@ -48,6 +48,22 @@ TEST_P(Detokenizer, RandomIdsStreamToValidUtf8EqualToDecode) {
 
 INSTANTIATE_TEST_SUITE_P(Hf, Detokenizer, ::testing::Values("qwen3", "gemma3", "llama3_1"));
 
+// is_valid_utf8 reads ASCII eight bytes at a time: a bad or multi-byte sequence at every
+// offset of a long ASCII run, and one cut at the end, are judged as byte by byte.
+TEST(Utf8, ValidityDoesNotDependOnWhereASequenceFallsInTheAsciiRun) {
+  for (size_t at = 0; at < 40; ++at) {
+    std::string s(40, 'a');
+    EXPECT_TRUE(is_valid_utf8(s));
+    s.insert(at, "\xc3\xa9");  // U+00E9
+    EXPECT_TRUE(is_valid_utf8(s)) << at;
+    s.insert(at, "\xff");
+    EXPECT_FALSE(is_valid_utf8(s)) << at;
+    std::string cut(at, 'a');
+    cut += "\xe2\x82";  // the first two bytes of U+20AC
+    EXPECT_FALSE(is_valid_utf8(cut)) << at;
+  }
+}
+
 TEST(IncrementalDetokenizer, HoldsBackAPartialCharacter) {
   const Tokenizer tok = Tokenizer::from_file(real_tokenizer_json("qwen3"));
   const std::vector<TokenId> ids = tok.encode("x\xF0\x9F\xA6\x9C", false);  // x + U+1F99C parrot
