@@ -1,5 +1,6 @@
 #include "server/json_body.h"
 
+#include "server/json_parse.h"
 #include "text/utf8.h"
 
 namespace vtllm::server {
@@ -10,10 +11,11 @@ json parse_json_object(std::string_view body) {
   if (!text::is_valid_utf8(body)) {
     throw ApiError::bad_request("", "request body is not valid UTF-8", "invalid_utf8");
   }
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
+  std::optional<json> parsed = parse_json(body);
+  if (!parsed) {
     throw ApiError::bad_request("", "request body is not valid JSON", "invalid_json");
   }
+  json j = std::move(*parsed);
   if (!j.is_object()) {
     throw ApiError::bad_request(
         "", str_cat("request body must be a JSON object, got ", json_type_name(j)), "invalid_json");
