@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "base/error.h"
 #include "engine/async_engine.h"
@@ -376,8 +376,8 @@ TEST(MediaUrls, Base64AndLimits) {
     EXPECT_EQ(base64_decode(data_url(s).substr(data_url(s).find(',') + 1)), s);
   // Every length mod 3, every byte value, over whole quads and both tails.
   std::mt19937 rng(7);
-  for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(255), size_t(256), size_t(257),
-                   size_t(100000)}) {
+  for (size_t n :
+       {size_t(1), size_t(2), size_t(3), size_t(255), size_t(256), size_t(257), size_t(100000)}) {
     std::string bytes(n, '\0');
     for (char& c : bytes) c = char(rng() & 0xff);
     const std::string url = data_url(bytes);

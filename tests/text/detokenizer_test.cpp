@@ -1,9 +1,10 @@
 // IncrementalDetokenizer: streamed output must equal the one-shot decode.
+#include "text/detokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "text/detokenizer.h"
 #include "text/utf8.h"
 #include "tokenizer_test_util.h"
 
@@ -38,7 +39,8 @@ TEST_P(Detokenizer, RandomIdsStreamToValidUtf8EqualToDecode) {
   const Tokenizer tok = Tokenizer::from_file(real_tokenizer_json(GetParam()));
   std::mt19937 rng(1234);
   // Low ids are the single-byte tokens in these vocabularies: partial characters abound.
-  std::uniform_int_distribution<TokenId> low(0, 600), any(0, static_cast<TokenId>(tok.id_end()) - 1);
+  std::uniform_int_distribution<TokenId> low(0, 600),
+      any(0, static_cast<TokenId>(tok.id_end()) - 1);
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<TokenId> ids(1 + rng() % 40);
     for (TokenId& id : ids) id = rng() % 3 ? low(rng) : any(rng);

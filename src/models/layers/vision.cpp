@@ -266,8 +266,8 @@ vt::Tensor Qwen3_5VisionTower::encode(vt::Stream& s, const vt::Tensor& pixel_val
   vt::Tensor u = vt::Tensor::empty({n, v.hidden_size}, dtype_, device_);
   add_layer_norm(s, h, pos, blocks.empty() ? params_.merger_norm : blocks[0].norm1, u);
   for (size_t i = 0; i < blocks.size(); ++i)
-    block(s, blocks[i], i + 1 < blocks.size() ? blocks[i + 1].norm1 : params_.merger_norm,
-          cos_sin, cu_seqlens, h, u);
+    block(s, blocks[i], i + 1 < blocks.size() ? blocks[i + 1].norm1 : params_.merger_norm, cos_sin,
+          cu_seqlens, h, u);
 
   // Merger: merge^2 consecutive normalised patches as one row, exact-erf GELU.
   const int64_t rows = n / (m * m), wide = v.hidden_size * m * m;

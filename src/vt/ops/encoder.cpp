@@ -25,13 +25,9 @@ cuda::HeadsArg heads_arg(const Tensor& t) {
 }
 #endif
 
-}  // namespace
-
-namespace {
-
 // layer_norm's checks of x, w, b and out (the op named `op`).
-void check_layer_norm(Stream& s, const char* op, const Tensor& x, const Tensor& w,
-                      const Tensor& b, float eps, const Tensor& out) {
+void check_layer_norm(Stream& s, const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
+                      float eps, const Tensor& out) {
   expect_dtype(x, op, "x", kActDTypes);
   expect_dtype(w, op, "w", kActDTypes);
   expect_dtype(b, op, "b", kActDTypes);

@@ -20,8 +20,8 @@ void check_linear(Stream& s, OpScope& prof, const char* op, const Tensor& x, con
   expect_dtype(w, op, "w", kActDTypes);
   expect_dtype(out, op, "out", kActDTypes);
   VT_CHECK(x.dim() == 2, op, ": x ", x.str(), " must be [M, K]");
-  VT_CHECK(w.dim() == 2 && w.size(1) == x.size(1), op, ": w ", w.str(), " must be [N, ",
-           x.size(1), "] for x ", x.str());
+  VT_CHECK(w.dim() == 2 && w.size(1) == x.size(1), op, ": w ", w.str(), " must be [N, ", x.size(1),
+           "] for x ", x.str());
   expect_shape(out, op, "out", {x.size(0), w.size(0)});
   if (bias.defined()) {
     expect_dtype(bias, op, "bias", kActDTypes);

@@ -71,8 +71,8 @@ TEST(CudaEncoderCpu, AddLayerNormMatchesCpuAndTheComposition) {
   for (DType dt : {DType::kBF16, DType::kF32})
     for (int64_t d : {int64_t(1152), int64_t(20000), int64_t(1001)}) {
       const int64_t n = 70;
-      const std::string what = std::string("add_layer_norm ") + dtype_name(dt) + " d " +
-                               std::to_string(d);
+      const std::string what =
+          std::string("add_layer_norm ") + dtype_name(dt) + " d " + std::to_string(d);
       const Tensor h0 = randn({n, d}, dt, 2.0, seed++), r = randn({n, d}, dt, 1.0, seed++);
       const Tensor w = randn({d}, dt, 1.0, seed++), b = randn({d}, dt, 0.5, seed++);
       Tensor h_cpu = Tensor::empty({n, d}, dt), out_cpu = Tensor::empty({n, d}, dt);

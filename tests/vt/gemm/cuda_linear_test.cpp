@@ -82,11 +82,10 @@ TEST(CudaLinear, LinearGeluMatchesCpu) {
   };
   uint64_t seed = 40;
   for (const Case& c : cases) {
-    const std::string what = std::string("linear_gelu ") +
-                             (c.kind == GeluKind::kTanh ? "tanh " : "erf ") + dtype_name(c.x) +
-                             shape_str({c.m, c.k}) + " w " + dtype_name(c.w) +
-                             shape_str({c.n, c.k}) + " -> " + dtype_name(c.out) +
-                             (c.bias ? " +bias" : "");
+    const std::string what =
+        std::string("linear_gelu ") + (c.kind == GeluKind::kTanh ? "tanh " : "erf ") +
+        dtype_name(c.x) + shape_str({c.m, c.k}) + " w " + dtype_name(c.w) + shape_str({c.n, c.k}) +
+        " -> " + dtype_name(c.out) + (c.bias ? " +bias" : "");
     const Tensor x = randn({c.m, c.k}, c.x, 1.0, seed++);
     const Tensor w = randn({c.n, c.k}, c.w, 1.0 / std::sqrt(double(c.k)), seed++);
     const Tensor bias = c.bias ? randn({c.n}, c.out, 1.0, seed++) : Tensor();

@@ -260,7 +260,8 @@ void linear_gelu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias
                        bias.defined() ? &bias : nullptr, true))
     return;
   // The f32 sum (bias added), then the GELU pass and out's one rounding.
-  const Tensor acc = out.dtype() == DType::kF32 ? out : Tensor::empty({m, n}, DType::kF32, out.device());
+  const Tensor acc =
+      out.dtype() == DType::kF32 ? out : Tensor::empty({m, n}, DType::kF32, out.device());
   linear_cublaslt(s, x, w, bias, acc);
   gelu(s, rows_view(acc, "linear_gelu", "acc"), kind, rows_view(out, "linear_gelu", "out"));
 }
