@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "text/utf8.h"
+
 namespace vtllm::server {
 namespace {
 
@@ -47,33 +49,6 @@ const char* find_special(const char* p, const char* end) {
   return p;
 }
 
-// The length of the UTF-8 sequence at p (first byte >= 0x80), 0 if it is not
-// valid: RFC 3629's table, the one nlohmann's lexer checks strings against.
-int utf8_len(const char* p, const char* end) {
-  const auto byte = [&](int i) { return static_cast<uint8_t>(p[i]); };
-  const uint8_t c = byte(0);
-  int n;
-  uint8_t lo = 0x80, hi = 0xBF;  // the second byte's range; later bytes are 80..BF
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;  // no overlong forms
-    if (c == 0xED) hi = 0x9F;  // no surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;  // no overlong forms
-    if (c == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (end - p < n) return 0;
-  for (int i = 1; i < n; ++i, lo = 0x80, hi = 0xBF) {
-    if (byte(i) < lo || byte(i) > hi) return 0;
-  }
-  return n;
-}
-
 // The value of the 4 hex digits at p (either case), -1 if there are not 4.
 int hex4(const char* p, const char* end) {
   if (end - p < 4) return -1;
@@ -93,25 +68,6 @@ int hex4(const char* p, const char* end) {
     v = v * 16 + d;
   }
   return v;
-}
-
-// Appends code point cp (not a surrogate, at most U+10FFFF) as UTF-8.
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // For a number std::from_chars found out of double's range: whether it is too
@@ -197,7 +153,8 @@ bool Parser::string(std::string& out) {
       return true;
     }
     if (c >= 0x80) {
-      const int n = utf8_len(q, end_);
+      // RFC 3629's table, the one nlohmann's lexer checks strings against.
+      const size_t n = text::utf8_valid_len(std::string_view(q, size_t(end_ - q)), 0);
       if (n == 0) return false;
       p_ = q + n;
       continue;
@@ -253,7 +210,7 @@ bool Parser::escape(std::string& out) {
     p_ += 6;
     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
   }
-  append_utf8(out, static_cast<uint32_t>(cp));
+  text::utf8_append(out, char32_t(cp));
   return true;
 }
 

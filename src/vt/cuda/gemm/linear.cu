@@ -147,6 +147,13 @@ const Plan& plan_for(StreamState& st, const PlanKey& key) {
   return st.gemm_plans->plans.emplace(key, p).first->second;
 }
 
+// Whether an epilogue can write out for operands of dtype `in`: out of that dtype or f32,
+// and a bias, if any, of out's dtype on a 16-byte boundary.
+bool epilogue_fits(DType in, const Tensor& out, const Tensor& bias) {
+  return (out.dtype() == in || out.dtype() == DType::kF32) &&
+         (!bias.defined() || (bias.dtype() == out.dtype() && alignment(bias.data_ptr()) == 16));
+}
+
 // A leading dim cuBLASLt accepts: a single row may carry any stride.
 int64_t ld_of(const Tensor& t) { return t.size(0) == 1 ? t.size(1) : t.stride(0); }
 
@@ -225,9 +232,7 @@ void linear_cublaslt(Stream& s, const Tensor& x, const Tensor& w, const Tensor& 
   const DType in = x.dtype() == w.dtype() ? x.dtype() : DType::kF32;
   const Tensor xa = operand(s, x, in), wa = operand(s, w, in);
   // The bias in the epilogue: out in the operands' dtype (or f32) and a bias of out's.
-  const bool fused_bias = k > 0 && bias.defined() && bias.dtype() == out.dtype() &&
-                          (out.dtype() == in || out.dtype() == DType::kF32) &&
-                          alignment(bias.data_ptr()) == 16;
+  const bool fused_bias = k > 0 && bias.defined() && epilogue_fits(in, out, bias);
   if (fused_bias && gemm(st, xa, wa, out, &bias)) return;
   const bool direct = !bias.defined() && (out.dtype() == in || out.dtype() == DType::kF32);
   const Tensor acc = direct || out.dtype() == DType::kF32
@@ -251,11 +256,9 @@ void linear_gelu(Stream& s, const Tensor& x, const Tensor& w, const Tensor& bias
   if (m == 0 || n == 0) return;
   StreamState& st = s.cuda_state();
   set_device(st);
-  const DType in = x.dtype() == w.dtype() ? x.dtype() : DType::kF32;
-  const bool epilogue = kind == GeluKind::kTanh && k > 0 && x.dtype() == w.dtype() &&
-                        (out.dtype() == in || out.dtype() == DType::kF32) &&
-                        (!bias.defined() || (bias.dtype() == out.dtype() &&
-                                             alignment(bias.data_ptr()) == 16));
+  const DType in = x.dtype();
+  const bool epilogue = kind == GeluKind::kTanh && k > 0 && w.dtype() == in &&
+                        epilogue_fits(in, out, bias);
   if (epilogue && gemm(st, operand(s, x, in), operand(s, w, in), out,
                        bias.defined() ? &bias : nullptr, true))
     return;
